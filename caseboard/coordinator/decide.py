@@ -1,0 +1,130 @@
+"""Deciding a contribution: a pure function from (state, contribution, time) to the commit to append.
+
+``decide`` reads the state, never writes it. It checks the envelope (workspace, idempotency, expected
+version, closed workspace), then each item in order on a fork of the state, so that an item may refer to
+what an earlier item of the same contribution created. It returns the ``Commit`` for version
+``state.version + 1``, a ``Replayed`` outcome for an idempotent retry, or raises ``Refused``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from caseboard.coordinator.item_rules import check_item
+from caseboard.domain.commit import Commit
+from caseboard.domain.contribution import Contribution
+from caseboard.domain.errors import Reason, Refused
+from caseboard.reducers.workspace_rules_v1 import WorkspaceState, apply_item
+from caseboard.reducers.workspace_rules_v1.render import proposal_status
+
+LATE_ARRIVAL_TYPES = frozenset({"observation", "work_result"})
+WHILE_CLOSED = LATE_ARRIVAL_TYPES | {"reopen"}
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """An idempotent retry: the original outcome, nothing appended."""
+
+    outcome: dict[str, Any]
+
+
+class Behind(Exception):
+    """expected_version is behind the state; the caller turns this into a VersionConflict with a summary."""
+
+    def __init__(self, expected: int, current: int) -> None:
+        super().__init__(f"expected {expected}, current {current}")
+        self.expected = expected
+        self.current = current
+
+
+def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> Commit | Replayed:
+    _check_workspace(state, contribution)
+    digest = None
+    if contribution.idempotency_key is not None:
+        digest = contribution.content_digest()
+        previous = state.idempotency.get(contribution.idempotency_key)
+        if previous is not None:
+            if previous.digest != digest:
+                raise Refused(
+                    Reason.IDEMPOTENCY_MISMATCH,
+                    f"idempotency_key {contribution.idempotency_key!r} was used at version {previous.version} "
+                    "for other content; use a new key for new content",
+                    field="idempotency_key",
+                )
+            return Replayed(
+                {"ok": True, "workspace_version": previous.version, "items": list(previous.items),
+                 "idempotent_replay": True}
+            )  # fmt: skip
+    _check_expected_version(state, contribution)
+    if state.status == "closed":
+        for index, item in enumerate(contribution.items):
+            if item.type not in WHILE_CLOSED:
+                raise Refused(
+                    Reason.WORKSPACE_CLOSED,
+                    f"workspace {state.workspace_id!r} is closed: a {item.type!r} item cannot be recorded; "
+                    "an operator may reopen it (a 'reopen' item with an owner and a new budget)",
+                    field=f"items[{index}]",
+                )
+    draft = state.fork()
+    draft_commit = Commit(
+        workspace_id=state.workspace_id,
+        version=state.version + 1,
+        at=at,
+        author=contribution.author,
+        expected_version=contribution.expected_version,
+        idempotency_key=contribution.idempotency_key,
+        digest=digest,
+        items=(),
+        decisions=(),
+    )
+    decisions: list[dict[str, Any]] = []
+    for index, item in enumerate(contribution.items):
+        decision = check_item(draft, contribution, item, f"items[{index}]", at)
+        apply_item(draft, draft_commit, item, decision)
+        if item.type == "proposal":
+            decision["recorded_status"] = proposal_status(draft, draft.proposals[item.id], at)
+        decisions.append(decision)
+    return draft_commit.model_copy(update={"items": contribution.items, "decisions": tuple(decisions)})
+
+
+def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:
+    opens = [i for i, item in enumerate(contribution.items) if item.type == "open"]
+    if state.opened:
+        if opens:
+            raise Refused(
+                Reason.WORKSPACE_EXISTS,
+                f"workspace {state.workspace_id!r} is already open (version {state.version}); "
+                "choose another workspace id",
+                field=f"items[{opens[0]}]",
+            )
+        return
+    if not opens:
+        raise Refused(
+            Reason.UNKNOWN_WORKSPACE,
+            f"unknown workspace {state.workspace_id!r}: it must be opened first by an operator's 'open' item",
+            field="workspace_id",
+        )
+    if len(contribution.items) != 1:
+        raise Refused(
+            Reason.INVALID,
+            "the contribution that opens a workspace carries the 'open' item alone",
+            field="items",
+        )
+
+
+def _check_expected_version(state: WorkspaceState, contribution: Contribution) -> None:
+    expected = contribution.expected_version
+    if expected is None:
+        return
+    if expected < state.version:
+        raise Behind(expected, state.version)
+    if expected > state.version:
+        raise Refused(
+            Reason.EXPECTED_VERSION_AHEAD,
+            f"expected_version {expected} is ahead of the workspace, which is at version {state.version}; "
+            "this writer is reading another ledger or has a bug",
+            field="expected_version",
+            current_version=state.version,
+        )

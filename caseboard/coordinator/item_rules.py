@@ -1,0 +1,309 @@
+"""The rules for each item type: who may submit it, what it may refer to, what it may change.
+
+``check_item`` raises ``Refused`` or returns the coordinator's decision for the item (selection, a claim's
+generation and lease, an escalation), which is recorded in the commit next to the item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, NoReturn, assert_never
+
+from caseboard.domain import items as it
+from caseboard.domain.contribution import Contribution
+from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.items import Role
+from caseboard.reducers.workspace_rules_v1.evolve import lease_expiry
+from caseboard.reducers.workspace_rules_v1.render import proposal_status
+from caseboard.reducers.workspace_rules_v1.state import WorkRec, WorkspaceState
+
+Decision = dict[str, Any]
+
+ROLES: dict[str, frozenset[Role]] = {
+    "open": frozenset({Role.OPERATOR}),
+    "observation": frozenset({Role.SPECIALIST, Role.REPORTER}),
+    "hypothesis": frozenset({Role.PLANNER}),
+    "link": frozenset({Role.PLANNER, Role.SPECIALIST}),
+    "question": frozenset({Role.PLANNER, Role.SPECIALIST, Role.REPORTER}),
+    "answer": frozenset({Role.PLANNER, Role.SPECIALIST}),
+    "proposal": frozenset({Role.PLANNER}),
+    "review": frozenset({Role.PLANNER, Role.OPERATOR}),
+    "work_request": frozenset({Role.PLANNER, Role.CONTROLLER}),
+    "work_claim": frozenset({Role.SPECIALIST, Role.VERIFIER}),
+    "work_renew": frozenset(Role),
+    "work_result": frozenset(Role),
+    "work_reclaim": frozenset({Role.CONTROLLER, Role.OPERATOR}),
+    "verification": frozenset({Role.VERIFIER}),
+    "selection": frozenset({Role.CONTROLLER, Role.OPERATOR}),
+    "judgment": frozenset(Role),
+    "cycle": frozenset({Role.CONTROLLER}),
+    "status": frozenset({Role.CONTROLLER, Role.OPERATOR}),
+    "reopen": frozenset({Role.OPERATOR}),
+    "constraints": frozenset({Role.OPERATOR}),
+}
+CONTROLLER_STATUSES = frozenset({"evidence_incomplete", "budget_exhausted", "human_review_required"})
+ESCALATION = "human_review_required"
+
+
+def refuse(reason: Reason, path: str, message: str, **details: Any) -> NoReturn:
+    raise Refused(reason, f"{path}: {message}", field=path, **details)
+
+
+def check_item(
+    state: WorkspaceState, contribution: Contribution, item: it.Item, path: str, at: datetime
+) -> Decision:
+    role, principal = contribution.author.role, contribution.author.principal
+    if role not in ROLES[item.type]:
+        allowed = ", ".join(sorted(ROLES[item.type]))
+        refuse(Reason.FORBIDDEN, path, f"a {role.value} may not submit a {item.type!r} item (allowed: {allowed})")
+    match item:
+        case it.Open():
+            return {}
+        case it.Observation():
+            if role is Role.REPORTER and not item.derived_from:
+                refuse(Reason.FORBIDDEN, f"{path}.derived_from",
+                       "a reporter's observation is a summary and must name what it is derived_from")  # fmt: skip
+            return _observation(state, item, path)
+        case it.Hypothesis():
+            _new_id(state, item.id, f"{path}.id")
+            _refs(state, item.supporting_evidence, {"observation"}, f"{path}.supporting_evidence")
+            _refs(state, item.challenging_evidence, {"observation"}, f"{path}.challenging_evidence")
+            decision = _select(state, item.id, counts=True)
+            if item.id in decision.get("selected", ()):
+                for obs in item.challenging_evidence:
+                    _merge(decision, _keep_contradiction(state, obs, decision))
+            return decision
+        case it.Link():
+            _refs(state, [item.observation], {"observation"}, f"{path}.observation")
+            _refs(state, [item.hypothesis], {"hypothesis"}, f"{path}.hypothesis")
+            if item.relation == "challenges" and state.is_selected(item.hypothesis):
+                return _keep_contradiction(state, item.observation, {})
+            return {}
+        case it.Question():
+            _new_id(state, item.id, f"{path}.id")
+            if item.about is not None:
+                _refs(state, [item.about], {"hypothesis", "observation", "proposal"}, f"{path}.about")
+            _limit(state.open_questions, state.limits["max_open_questions"], "max_open_questions", path)
+            return {}
+        case it.Answer():
+            _refs(state, [item.question], {"question"}, f"{path}.question")
+            _refs(state, item.evidence, {"observation"}, f"{path}.evidence")
+            question = state.questions[item.question]
+            if question.answered_version is not None:
+                refuse(Reason.INVALID, f"{path}.question",
+                       f"question {item.question!r} was already answered at version {question.answered_version}")  # fmt: skip
+            return {}
+        case it.Proposal():
+            _new_id(state, item.id, f"{path}.id")
+            if item.based_on_workspace_version > state.version:
+                refuse(Reason.INVALID, f"{path}.based_on_workspace_version",
+                       f"basis {item.based_on_workspace_version} is beyond the current version {state.version}")  # fmt: skip
+            _refs(state, item.depends_on, {"hypothesis", "observation", "proposal"}, f"{path}.depends_on")
+            _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
+            return {}
+        case it.Review():
+            return _review(state, contribution, item, path, at)
+        case it.WorkRequest():
+            _new_id(state, item.request_id, f"{path}.request_id")
+            if state.status == "budget_exhausted":
+                refuse(Reason.LIMIT_EXCEEDED, path, "the investigation budget is exhausted: no new work is scheduled")
+            _limit(state.pending_work, state.limits["max_pending_work"], "max_pending_work", path)
+            return {}
+        case it.WorkClaim():
+            return _claim(state, principal, item, path, at)
+        case it.WorkRenew():
+            _holder(state, principal, item.request_id, item.generation, path)
+            return {"generation": item.generation, "lease_expires_at": lease_expiry(at, item.lease_s)}
+        case it.WorkResult():
+            _holder(state, principal, item.request_id, item.generation, path)
+            decision: Decision = {"generation": item.generation}
+            if state.status == "closed":
+                decision["late_arrival"] = True
+            if item.observation is not None:
+                _merge(decision, _observation(state, item.observation, f"{path}.observation"))
+            return decision
+        case it.WorkReclaim():
+            request = _request(state, item.request_id, f"{path}.request_id")
+            if request.status != "claimed":
+                refuse(Reason.INVALID, f"{path}.request_id",
+                       f"request {item.request_id!r} is {request.status}, not claimed: nothing to reclaim")  # fmt: skip
+            return {"fenced_generation": request.generation, "fenced_holder": request.holder}
+        case it.Verification():
+            _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
+            check = _request(state, item.check, f"{path}.check")
+            if check.status != "completed":
+                refuse(Reason.INVALID, f"{path}.check",
+                       f"check {item.check!r} is {check.status}: a verification cites a completed check")  # fmt: skip
+            if state.hypotheses[item.claim].author == principal:
+                refuse(Reason.FORBIDDEN, f"{path}.claim",
+                       f"{principal!r} authored {item.claim!r} and may not verify it")  # fmt: skip
+            return {}
+        case it.Selection():
+            return _selection(state, item, path)
+        case it.Judgment():
+            _new_id(state, item.invocation_id, f"{path}.invocation_id")
+            if item.input_workspace_version > state.version:
+                refuse(Reason.INVALID, f"{path}.input_workspace_version",
+                       f"version {item.input_workspace_version} is beyond the current version {state.version}")  # fmt: skip
+            _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
+            return {}
+        case it.Cycle():
+            if state.status == "budget_exhausted" or state.cycles_used >= state.limits["max_investigation_cycles"]:
+                refuse(Reason.LIMIT_EXCEEDED, path,
+                       f"all {state.limits['max_investigation_cycles']} investigation cycles are used")  # fmt: skip
+            if item.number != state.cycles_used + 1:
+                refuse(Reason.INVALID, f"{path}.number", f"the next cycle is {state.cycles_used + 1}, not {item.number}")
+            return {"cycles_used": item.number, "cycles_left": state.limits["max_investigation_cycles"] - item.number}
+        case it.StatusChange():
+            if role is Role.CONTROLLER and item.to.value not in CONTROLLER_STATUSES:
+                refuse(Reason.FORBIDDEN, f"{path}.to",
+                       f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; {item.to.value!r} is an operator's")  # fmt: skip
+            return {"from": state.status}
+        case it.Reopen():
+            if state.status not in ("closed", "budget_exhausted"):
+                refuse(Reason.INVALID, path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}")
+            return {"from": state.status}
+        case it.Constraints():
+            return {}
+        case _:
+            assert_never(item)
+
+
+def _new_id(state: WorkspaceState, item_id: str, path: str) -> None:
+    kind = state.ids.get(item_id)
+    if kind is not None:
+        refuse(Reason.DUPLICATE_ID, path, f"id {item_id!r} is already used in this workspace (a {kind})")
+
+
+def _refs(state: WorkspaceState, refs: Iterable[str], kinds: set[str] | None, path: str) -> None:
+    for index, ref in enumerate(refs):
+        kind = state.ids.get(ref)
+        if kind is None:
+            refuse(Reason.UNKNOWN_REFERENCE, f"{path}[{index}]", f"{ref!r} does not exist in this workspace")
+        if kinds is not None and kind not in kinds:
+            wanted = " or ".join(sorted(kinds))
+            refuse(Reason.INVALID, f"{path}[{index}]", f"{ref!r} is a {kind}, expected a {wanted}")
+
+
+def _limit(count: int, limit: int, name: str, path: str) -> None:
+    if count >= limit:
+        refuse(Reason.LIMIT_EXCEEDED, path, f"{name} is {limit} and {count} are open; escalate or close some first")
+
+
+def _request(state: WorkspaceState, request_id: str, path: str) -> WorkRec:
+    _refs(state, [request_id], {"work_request"}, path)
+    return state.work[request_id]
+
+
+def _observation(state: WorkspaceState, body: it.ObservationBody, path: str) -> Decision:
+    _new_id(state, body.id, f"{path}.id")
+    _refs(state, body.derived_from, {"observation"}, f"{path}.derived_from")
+    if state.status == "closed":
+        return {"id": body.id, "late_arrival": True, "selected": [], "not_selected": [{"id": body.id,
+                "reason": "late arrival: the workspace is closed"}]}  # fmt: skip
+    return {"id": body.id, **_select(state, body.id, counts=not body.derived_from)}
+
+
+def _select(state: WorkspaceState, item_id: str, *, counts: bool) -> Decision:
+    if not counts or state.selected_count < state.limits["max_selected_items"]:
+        return {"selected": [item_id]}
+    return {"not_selected": [{"id": item_id, "reason": "max_selected_items reached"}]}
+
+
+def _keep_contradiction(state: WorkspaceState, obs: str, decision: Decision) -> Decision:
+    """A contradiction is never dropped to make room: select it, or escalate when it cannot fit."""
+    if state.is_selected(obs) or obs in decision.get("selected", ()):
+        return {}
+    pending = sum(1 for i in decision.get("selected", ()) if i != obs)
+    counts = not state.observations[obs].derived_from
+    if not counts or state.selected_count + pending < state.limits["max_selected_items"]:
+        return {"selected": [obs]}
+    return {"escalated": {"to": ESCALATION,
+                          "reason": f"contradicting evidence {obs!r} does not fit within max_selected_items"}}  # fmt: skip
+
+
+def _merge(into: Decision, extra: Decision) -> None:
+    for key, value in extra.items():
+        if isinstance(value, list):
+            into[key] = [*into.get(key, []), *value]
+        else:
+            into[key] = value
+
+
+def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, path: str, at: datetime) -> Decision:
+    _refs(state, [item.proposal], {"proposal"}, f"{path}.proposal")
+    _refs(state, item.affected_assumptions, None, f"{path}.affected_assumptions")
+    proposal = state.proposals[item.proposal]
+    role = contribution.author.role
+    status = proposal_status(state, proposal, at)
+    if item.decision == "accepted":
+        if role is not Role.OPERATOR:
+            refuse(Reason.FORBIDDEN, f"{path}.decision", "only an operator accepts a proposal")
+        if contribution.expected_version is None:
+            refuse(Reason.INVALID, "expected_version",
+                   "accepting a proposal requires expected_version: acceptance is decided on a known version")  # fmt: skip
+        if status != "current":
+            refuse(Reason.INVALID, f"{path}.proposal",
+                   f"proposal {item.proposal!r} is {status}; it can be accepted only while current")  # fmt: skip
+    elif role is not Role.PLANNER:
+        refuse(Reason.FORBIDDEN, f"{path}.decision", f"a {role.value} may not record a {item.decision!r} review")
+    if status in ("revised", "withdrawn"):
+        refuse(Reason.INVALID, f"{path}.proposal", f"proposal {item.proposal!r} is already {status}")
+    return {"previous_status": status}
+
+
+def _claim(state: WorkspaceState, principal: str, item: it.WorkClaim, path: str, at: datetime) -> Decision:
+    request = _request(state, item.request_id, f"{path}.request_id")
+    if request.status in ("completed", "failed"):
+        refuse(Reason.INVALID, f"{path}.request_id", f"request {item.request_id!r} is already {request.status}")
+    live = request.holder is not None and request.lease_expires_at is not None and request.lease_expires_at > at
+    if live and request.holder != principal:
+        refuse(Reason.LEASE_HELD, f"{path}.request_id",
+               f"request {item.request_id!r} is claimed under a lease until "
+               f"{request.lease_expires_at.isoformat() if request.lease_expires_at else '?'}; wait or ask a controller",
+               lease_expires_at=request.lease_expires_at.isoformat() if request.lease_expires_at else None)  # fmt: skip
+    if live:
+        refuse(Reason.INVALID, f"{path}.request_id",
+               f"{principal!r} already holds {item.request_id!r} (generation {request.generation}); renew it instead")  # fmt: skip
+    decision: Decision = {"generation": request.generation + 1, "lease_expires_at": lease_expiry(at, item.lease_s)}
+    if request.holder is not None:
+        decision["fenced_generation"] = request.generation
+        decision["fenced_holder"] = request.holder
+    return decision
+
+
+def _holder(state: WorkspaceState, principal: str, request_id: str, generation: int, path: str) -> None:
+    request = _request(state, request_id, f"{path}.request_id")
+    if request.holder is None or generation != request.generation:
+        refuse(Reason.FENCED, f"{path}.generation",
+               f"generation {generation} of {request_id!r} is no longer live (the request is {request.status}, "
+               f"generation {request.generation}); claim it again before writing",
+               current_generation=request.generation)  # fmt: skip
+    if request.holder != principal:
+        refuse(Reason.FORBIDDEN, path, f"{principal!r} does not hold {request_id!r}; its holder does")
+
+
+def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision:
+    _refs(state, item.select, {"observation", "hypothesis"}, f"{path}.select")
+    _refs(state, item.deselect, {"observation", "hypothesis"}, f"{path}.deselect")
+    contradictions = {
+        obs for hyp in state.hypotheses.values() if state.is_selected(hyp.id) and hyp.id not in item.deselect
+        for obs in hyp.challenging
+    }  # fmt: skip
+    for index, ref in enumerate(item.deselect):
+        if ref in contradictions:
+            refuse(Reason.INVALID, f"{path}.deselect[{index}]",
+                   f"{ref!r} challenges a selected hypothesis: contradictions are never dropped to make room")  # fmt: skip
+    deselected = [ref for ref in dict.fromkeys(item.deselect) if state.is_selected(ref)]
+    selected = [ref for ref in dict.fromkeys(item.select) if not state.is_selected(ref)]
+
+    def counts(ref: str) -> int:
+        obs = state.observations.get(ref)
+        return 0 if obs is not None and obs.derived_from else 1
+
+    after = state.selected_count - sum(map(counts, deselected)) + sum(map(counts, selected))
+    if after > state.limits["max_selected_items"]:
+        refuse(Reason.LIMIT_EXCEEDED, f"{path}.select",
+               f"the selection would hold {after} items; max_selected_items is {state.limits['max_selected_items']}")  # fmt: skip
+    return {"selected": selected, "deselected": deselected}

@@ -1,0 +1,110 @@
+"""The coordinator: load, decide, append, in a short critical section per workspace.
+
+``submit`` decides a contribution on the cached projection and appends the resulting commit at the next
+version. The store's uniqueness on (workspace, version) decides races between processes: the loser catches
+up on what it missed and decides again. An unconditional writer is retried until it lands; a writer with
+``expected_version`` gets ``version_conflict`` when the workspace moved. Refusals decided on a cache that
+turns out to be stale are decided again on fresh state, so no caller is refused on old information.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from caseboard.coordinator.decide import Behind, Replayed, decide
+from caseboard.domain.contribution import Contribution
+from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
+from caseboard.ledger.base import Ledger, VersionTaken
+from caseboard.projections.workspaces import Workspaces
+
+log = structlog.get_logger("caseboard.coordinator")
+
+MAX_ATTEMPTS = 1000
+SUMMARY_LIMIT = 50
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Coordinator:
+    def __init__(
+        self,
+        ledger: Ledger,
+        workspaces: Workspaces | None = None,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        trust_timestamps: bool = False,
+    ) -> None:
+        self.ledger = ledger
+        self.workspaces = workspaces or Workspaces(ledger)
+        self.clock = clock
+        self.trust_timestamps = trust_timestamps
+
+    def submit(self, contribution: Contribution) -> dict[str, Any]:
+        """The outcome of a contribution: accepted (with decisions) or refused (with a reason token)."""
+        try:
+            outcome = self._submit(contribution)
+        except Refused as refusal:
+            log.info(
+                "contribution_refused",
+                workspace_id=contribution.workspace_id,
+                author=contribution.author.principal,
+                role=contribution.author.role.value,
+                item_types=[item.type for item in contribution.items],
+                reason=refusal.reason.value,
+                field=refusal.field,
+            )
+            return refusal.to_outcome()
+        return outcome
+
+    def _submit(self, contribution: Contribution) -> dict[str, Any]:
+        workspace_id = contribution.workspace_id
+        with self.workspaces.lock(workspace_id):
+            for attempt in range(MAX_ATTEMPTS):
+                state = self.workspaces.current(workspace_id)
+                at = contribution.at if self.trust_timestamps and contribution.at is not None else self.clock()
+                try:
+                    result = decide(state, contribution, at)
+                except Behind as behind:
+                    self.workspaces.catch_up(workspace_id)
+                    raise self._conflict(workspace_id, behind.expected) from None
+                except Refused:
+                    if self.workspaces.catch_up(workspace_id):
+                        continue
+                    raise
+                if isinstance(result, Replayed):
+                    return result.outcome
+                try:
+                    self.ledger.append(result)
+                except VersionTaken:
+                    self.workspaces.catch_up(workspace_id)
+                    if attempt > 2:
+                        time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                    continue
+                except LedgerUnavailable:
+                    self.workspaces.forget(workspace_id)
+                    raise
+                self.workspaces.record(result)
+                log.info(
+                    "commit_recorded",
+                    workspace_id=workspace_id,
+                    workspace_version=result.version,
+                    author=result.author.principal,
+                    role=result.author.role.value,
+                    item_types=[item.type for item in result.items],
+                    attempts=attempt + 1,
+                )
+                return result.outcome()
+        raise LedgerUnavailable(f"{workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _conflict(self, workspace_id: str, expected: int) -> VersionConflict:
+        current = self.workspaces.current(workspace_id).version
+        since = self.ledger.read(workspace_id, after=max(expected, current - SUMMARY_LIMIT), upto=current)
+        return VersionConflict(expected, current, [commit.summary() for commit in since])

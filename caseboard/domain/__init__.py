@@ -1,0 +1,1 @@
+"""The pure core: items, contributions, commits and errors. Imports only the standard library and pydantic."""

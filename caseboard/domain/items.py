@@ -1,0 +1,289 @@
+"""The contribution items of contract v1 (DESIGN.md §3): one closed union, discriminated by ``type``.
+
+Each model is frozen, forbids extra fields and keeps collections as tuples. The ``type`` literal is the
+stored name of the item: it is written into the ledger and must never change for a released shape.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+MAX_TEXT = 4096
+"""Statements, summaries, rationales and questions are short claims; large material lives behind a ref."""
+
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$")]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+Ref = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+Seconds = Annotated[int, Field(gt=0, le=7 * 24 * 3600)]
+Count = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+
+
+class Role(StrEnum):
+    OPERATOR = "operator"
+    PLANNER = "planner"
+    SPECIALIST = "specialist"
+    REPORTER = "reporter"
+    VERIFIER = "verifier"
+    CONTROLLER = "controller"
+
+
+class Status(StrEnum):
+    INVESTIGATING = "investigating"
+    EVIDENCE_INCOMPLETE = "evidence_incomplete"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    HUMAN_REVIEW_REQUIRED = "human_review_required"
+    SUPPORTED_CONCLUSION = "supported_conclusion"
+    CLOSED = "closed"
+
+
+class Scope(Frozen):
+    tenant_id: Id
+    environment: Id
+    service: Id
+
+
+class RuntimeLimits(Frozen):
+    max_selected_items: Count
+    max_investigation_cycles: Count
+    max_open_questions: Count
+    max_proposals: Count
+    max_pending_work: Count
+
+
+class LimitsUpdate(Frozen):
+    """A partial change of runtime limits (reopen, constraints): absent fields keep their value."""
+
+    max_selected_items: Count | None = None
+    max_investigation_cycles: Count | None = None
+    max_open_questions: Count | None = None
+    max_proposals: Count | None = None
+    max_pending_work: Count | None = None
+
+
+class Source(Frozen):
+    system: Name
+    instance: Name
+
+
+class ObservationScope(Frozen):
+    instances: tuple[Name, ...] = ()
+
+
+class ObservationBody(Frozen):
+    id: Id
+    statement: Text
+    source: Source
+    event_time: AwareDatetime
+    event_time_quality: Literal["verified", "unverified"]
+    evidence_ref: Ref | None = None
+    scope: ObservationScope | None = None
+    expires_at: AwareDatetime | None = None
+    derived_from: tuple[Id, ...] = ()
+
+
+class Open(Frozen):
+    type: Literal["open"]
+    scope: Scope
+    goal: Text
+    runtime_limits: RuntimeLimits
+    execution_mode: Literal["read_only"]
+
+
+class Observation(ObservationBody):
+    type: Literal["observation"]
+
+
+class Hypothesis(Frozen):
+    type: Literal["hypothesis"]
+    id: Id
+    statement: Text
+    supporting_evidence: tuple[Id, ...] = ()
+    challenging_evidence: tuple[Id, ...] = ()
+
+
+class Link(Frozen):
+    type: Literal["link"]
+    observation: Id
+    hypothesis: Id
+    relation: Literal["supports", "challenges"]
+    rationale: Text | None = None
+
+
+class Question(Frozen):
+    type: Literal["question"]
+    id: Id
+    text: Text
+    about: Id | None = None
+
+
+class Answer(Frozen):
+    type: Literal["answer"]
+    question: Id
+    text: Text
+    evidence: tuple[Id, ...] = ()
+
+
+class Proposal(Frozen):
+    type: Literal["proposal"]
+    id: Id
+    summary: Text
+    based_on_workspace_version: Annotated[int, Field(ge=1)]
+    depends_on: tuple[Id, ...] = ()
+
+
+class Review(Frozen):
+    type: Literal["review"]
+    proposal: Id
+    decision: Literal["retained", "revised", "withdrawn", "accepted"]
+    what_changed: Text | None = None
+    affected_assumptions: tuple[Id, ...] = ()
+
+
+class WorkRequest(Frozen):
+    type: Literal["work_request"]
+    request_id: Id
+    kind: Id
+    target: Text
+    question: Text | None = None
+    timeout_s: Seconds | None = None
+
+
+class WorkClaim(Frozen):
+    type: Literal["work_claim"]
+    request_id: Id
+    lease_s: Seconds
+
+
+class WorkRenew(Frozen):
+    type: Literal["work_renew"]
+    request_id: Id
+    generation: Annotated[int, Field(ge=1)]
+    lease_s: Seconds
+
+
+class QueryRecord(Frozen):
+    """What a query covered: an empty result means something only alongside these."""
+
+    time_range: tuple[AwareDatetime, AwareDatetime]
+    filters: dict[str, Name] = Field(default_factory=dict)
+    targets: tuple[Name, ...] = ()
+    completed: bool
+
+    @model_validator(mode="after")
+    def _range_is_ordered(self) -> QueryRecord:
+        if self.time_range[0] > self.time_range[1]:
+            raise ValueError("time_range must start before it ends")
+        return self
+
+
+class WorkResult(Frozen):
+    type: Literal["work_result"]
+    request_id: Id
+    generation: Annotated[int, Field(ge=1)]
+    status: Literal["completed", "failed"]
+    summary: Text
+    query: QueryRecord | None = None
+    observation: ObservationBody | None = None
+
+
+class WorkReclaim(Frozen):
+    type: Literal["work_reclaim"]
+    request_id: Id
+    reason: Text
+
+
+class Verification(Frozen):
+    type: Literal["verification"]
+    claim: Id
+    check: Id
+    result: Literal["confirmed", "refuted", "inconclusive"]
+
+
+class Selection(Frozen):
+    type: Literal["selection"]
+    select: tuple[Id, ...] = ()
+    deselect: tuple[Id, ...] = ()
+    reason: Text
+
+
+class Judgment(Frozen):
+    type: Literal["judgment"]
+    invocation_id: Id
+    component: Name
+    model: Name
+    prompt_sha256: Sha256
+    input_workspace_version: Annotated[int, Field(ge=1)]
+    evidence_revisions: dict[Id, int] = Field(default_factory=dict)
+    output: dict[str, Any] = Field(default_factory=dict)
+
+
+class Cycle(Frozen):
+    type: Literal["cycle"]
+    number: Annotated[int, Field(ge=1)]
+    scheduled: tuple[Id, ...] = ()
+
+
+class StatusChange(Frozen):
+    type: Literal["status"]
+    to: Status
+    reason: Text
+    handoff: Text | None = None
+
+
+class Reopen(Frozen):
+    type: Literal["reopen"]
+    owner: Id
+    runtime_limits: LimitsUpdate
+
+
+class Constraints(Frozen):
+    type: Literal["constraints"]
+    goal: Text | None = None
+    scope: Scope | None = None
+    runtime_limits: LimitsUpdate | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Constraints:
+        if self.goal is None and self.scope is None and self.runtime_limits is None:
+            raise ValueError("a constraints item changes at least one of goal, scope, runtime_limits")
+        return self
+
+
+Item = Annotated[
+    Open
+    | Observation
+    | Hypothesis
+    | Link
+    | Question
+    | Answer
+    | Proposal
+    | Review
+    | WorkRequest
+    | WorkClaim
+    | WorkRenew
+    | WorkResult
+    | WorkReclaim
+    | Verification
+    | Selection
+    | Judgment
+    | Cycle
+    | StatusChange
+    | Reopen
+    | Constraints,
+    Field(discriminator="type"),
+]
+
+ITEM_TYPES: tuple[str, ...] = (
+    "open", "observation", "hypothesis", "link", "question", "answer", "proposal", "review",
+    "work_request", "work_claim", "work_renew", "work_result", "work_reclaim", "verification",
+    "selection", "judgment", "cycle", "status", "reopen", "constraints",
+)  # fmt: skip

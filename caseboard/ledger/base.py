@@ -1,0 +1,131 @@
+"""The ledger seam: an append-only record of commits per workspace, and snapshots of derived state.
+
+``EventsourcingLedger`` implements it over any eventsourcing 9.5 application recorder (in memory, SQLite,
+PostgreSQL). Each commit is one stored event: originator id = workspace id, originator version = workspace
+version, topic = the stable name ``caseboard.commit``. The store's uniqueness on (workspace, version) is
+the version authority: a second writer of the same version gets ``VersionTaken``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    IntegrityError,
+    PersistenceError,
+    StoredEvent,
+)
+
+from caseboard.domain.commit import COMMIT_TOPIC, Commit
+from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.ledger.upcast import upcast_commit
+
+SNAPSHOT_TOPIC = "caseboard.snapshot"
+
+
+class VersionTaken(CaseboardError):
+    """Another writer committed this workspace version first."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    version: int
+    data: dict[str, Any]
+
+
+class Ledger(Protocol):
+    def append(self, commit: Commit) -> None: ...
+    def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]: ...
+    def iter_commits(
+        self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
+    ) -> Iterator[Commit]: ...
+    def head(self, workspace_id: str) -> int: ...
+    def save_snapshot(self, workspace_id: str, reducer: str, version: int, data: dict[str, Any]) -> None: ...
+    def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None: ...
+    def close(self) -> None: ...
+
+
+def encode_commit(commit: Commit) -> StoredEvent:
+    return StoredEvent(
+        originator_id=commit.workspace_id,
+        originator_version=commit.version,
+        topic=COMMIT_TOPIC,
+        state=commit.model_dump_json(exclude_none=True).encode(),
+    )
+
+
+def decode_commit(stored: StoredEvent) -> Commit:
+    if stored.topic != COMMIT_TOPIC:
+        raise LedgerUnavailable(f"unexpected record topic {stored.topic!r} in the ledger")
+    return Commit.model_validate(upcast_commit(json.loads(stored.state)))
+
+
+class EventsourcingLedger:
+    def __init__(self, events: ApplicationRecorder, snapshots: AggregateRecorder, closer: Any = None) -> None:
+        self.events = events
+        self.snapshots = snapshots
+        self._closer = closer
+
+    def append(self, commit: Commit) -> None:
+        try:
+            self.events.insert_events([encode_commit(commit)])
+        except IntegrityError as error:
+            raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
+
+    def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]:
+        return [decode_commit(s) for s in self._select(workspace_id, gt=after, lte=upto)]
+
+    def iter_commits(
+        self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
+    ) -> Iterator[Commit]:
+        while True:
+            rows = self._select(workspace_id, gt=after, lte=upto, limit=batch)
+            for stored in rows:
+                yield decode_commit(stored)
+            if len(rows) < batch:
+                return
+            after = rows[-1].originator_version
+
+    def head(self, workspace_id: str) -> int:
+        rows = self._select(workspace_id, desc=True, limit=1)
+        return rows[0].originator_version if rows else 0
+
+    def save_snapshot(self, workspace_id: str, reducer: str, version: int, data: dict[str, Any]) -> None:
+        stored = StoredEvent(
+            originator_id=f"{reducer}/{workspace_id}",
+            originator_version=version,
+            topic=SNAPSHOT_TOPIC,
+            state=json.dumps(data, separators=(",", ":")).encode(),
+        )
+        try:
+            self.snapshots.insert_events([stored])
+        except IntegrityError:
+            pass  # another process snapshotted the same version: same content, nothing to do
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the snapshot store refused a snapshot: {error}") from error
+
+    def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None:
+        try:
+            rows = self.snapshots.select_events(f"{reducer}/{workspace_id}", lte=upto, desc=True, limit=1)
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the snapshot store could not be read: {error}") from error
+        if not rows:
+            return None
+        return Snapshot(rows[0].originator_version, json.loads(rows[0].state))
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+
+    def _select(self, workspace_id: str, **kwargs: Any) -> Sequence[StoredEvent]:
+        try:
+            return self.events.select_events(workspace_id, **kwargs)
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error

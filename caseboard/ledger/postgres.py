@@ -1,0 +1,64 @@
+"""The ledger's PostgreSQL recorder: eventsourcing's application recorder, with a one-statement append.
+
+eventsourcing's own recorder takes ``LOCK TABLE ... EXCLUSIVE`` and issues ``NOTIFY`` in every append, so
+that notification ids commit in order. Both serialize every writer of the database through one lock
+held across the commit's WAL flush. This recorder keeps the table shape and interface, and instead:
+
+- appends one commit with one autocommitted ``INSERT`` (one round trip, one flush, concurrent writers of
+  different workspaces commit in parallel and share group commits);
+- records the inserting transaction id (``tx xid8``) next to ``notification_id``. A reader of the
+  notification log orders by ``(tx, notification_id)`` and reads only rows whose ``tx`` is below the
+  oldest transaction still running (``pg_snapshot_xmin``): every such row is final, so no row can later
+  appear behind a reader's position (docs/adr/0002-ledger-on-eventsourcing.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg.sql import SQL, Identifier
+
+
+class LedgerRecorder(PostgresApplicationRecorder):
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "caseboard_commits") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        schema, table = Identifier(datastore.schema), Identifier(events_table_name)
+        self.sql_create_statements[self.create_table_statement_index] = SQL(
+            "CREATE TABLE IF NOT EXISTS {schema}.{table} ("
+            "originator_id text NOT NULL, "
+            "originator_version bigint NOT NULL, "
+            "topic text, "
+            "state bytea, "
+            "notification_id bigserial, "
+            "tx xid8 NOT NULL DEFAULT pg_current_xact_id(), "
+            "PRIMARY KEY (originator_id, originator_version))"
+        ).format(schema=schema, table=table)
+        self.sql_create_statements.append(
+            SQL("CREATE INDEX IF NOT EXISTS {index} ON {schema}.{table} (tx, notification_id)").format(
+                index=Identifier(f"{events_table_name}_tx_idx"), schema=schema, table=table
+            )
+        )
+        self.append_statement = SQL(
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "VALUES (%s, %s, %s, %s) RETURNING notification_id"
+        ).format(schema=schema, table=table)
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        if len(stored_events) != 1:
+            return super().insert_events(stored_events, **kwargs)
+        event = stored_events[0]
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                self.append_statement,
+                (event.originator_id, event.originator_version, event.topic, event.state),
+                prepare=True,
+            ).fetchone()
+        assert row is not None
+        return [row["notification_id"]]
+
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        # Several commits in one transaction (imports): no table lock, ordering comes from ``tx``.
+        super(PostgresApplicationRecorder, self)._insert_stored_events(curs, stored_events, **kwargs)

@@ -1,0 +1,112 @@
+"""Projections kept up to date per commit, and any past version rebuilt on demand.
+
+The current state of each workspace a process touches is cached and folded forward commit by commit, so the
+cost of a commit does not grow with the ledger. Snapshots are written at geometrically spaced versions
+(every ``max(snapshot_min, version // 8)`` commits): loading a cold workspace folds at most about an eighth
+of its ledger, and the amortized cost of snapshotting stays flat as the state grows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import structlog
+
+from caseboard.domain.commit import Commit
+from caseboard.domain.errors import UnknownWorkspace, VersionOutOfRange
+from caseboard.ledger.base import Ledger
+from caseboard.reducers import Reducer, get_reducer
+from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+
+log = structlog.get_logger("caseboard.projections")
+
+
+class Workspaces:
+    def __init__(
+        self,
+        ledger: Ledger,
+        reducer: Reducer[WorkspaceState] | None = None,
+        *,
+        snapshot_min: int = 500,
+        capacity: int = 1024,
+    ) -> None:
+        self.ledger = ledger
+        self.reducer = reducer or get_reducer()
+        self.snapshot_min = snapshot_min
+        self.capacity = capacity
+        self._states: OrderedDict[str, WorkspaceState] = OrderedDict()
+        self._snapshotted: dict[str, int] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def lock(self, workspace_id: str) -> threading.Lock:
+        """Serializes this process's writers of one workspace (the database arbitrates across processes)."""
+        with self._guard:
+            return self._locks.setdefault(workspace_id, threading.Lock())
+
+    def current(self, workspace_id: str) -> WorkspaceState:
+        """The cached state (callers hold ``lock(workspace_id)`` and must not modify it)."""
+        state = self._states.get(workspace_id)
+        if state is None:
+            state = self._load(workspace_id, self.reducer, None)
+            self._snapshotted[workspace_id] = state.version
+            self._remember(workspace_id, state)
+        else:
+            self._states.move_to_end(workspace_id)
+        return state
+
+    def catch_up(self, workspace_id: str) -> bool:
+        """Fold what other writers committed since the cached version; True when there was any."""
+        state = self.current(workspace_id)
+        missed = self.ledger.read(workspace_id, after=state.version)
+        for commit in missed:
+            self.reducer.evolve(state, commit)
+        return bool(missed)
+
+    def record(self, commit: Commit) -> WorkspaceState:
+        """Fold a commit this process just appended."""
+        state = self.reducer.evolve(self.current(commit.workspace_id), commit)
+        last = self._snapshotted.get(commit.workspace_id, 0)
+        if commit.version - last >= max(self.snapshot_min, commit.version // 8):
+            self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, self.reducer.dump(state))
+            self._snapshotted[commit.workspace_id] = commit.version
+            log.debug("snapshot_written", workspace_id=commit.workspace_id, workspace_version=commit.version)
+        return state
+
+    def forget(self, workspace_id: str) -> None:
+        self._states.pop(workspace_id, None)
+
+    def state_at(self, workspace_id: str, version: int | None = None, reducer: str | None = None) -> WorkspaceState:
+        """The state at ``version`` (the head when None), folded by the named reducer."""
+        chosen = get_reducer(reducer) if reducer else self.reducer
+        head = self.ledger.head(workspace_id)
+        if head == 0:
+            raise UnknownWorkspace(workspace_id)
+        if version is not None and not 1 <= version <= head:
+            raise VersionOutOfRange(workspace_id, version, head)
+        return self._load(workspace_id, chosen, version or head)
+
+    def show(self, workspace_id: str, version: int | None = None, reducer: str | None = None) -> dict[str, Any]:
+        chosen = get_reducer(reducer) if reducer else self.reducer
+        return chosen.render(self.state_at(workspace_id, version, chosen.name))
+
+    def _load(self, workspace_id: str, reducer: Reducer[WorkspaceState], upto: int | None) -> WorkspaceState:
+        state = reducer.initial(workspace_id)
+        snapshot = self.ledger.latest_snapshot(workspace_id, reducer.name, upto if upto is not None else 2**62)
+        if snapshot is not None:
+            try:
+                state = reducer.load(snapshot.data)
+            except (KeyError, TypeError, ValueError) as error:
+                log.warning("snapshot_unreadable", workspace_id=workspace_id, version=snapshot.version, error=str(error))
+                state = reducer.initial(workspace_id)
+        for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=upto):
+            reducer.evolve(state, commit)
+        return state
+
+    def _remember(self, workspace_id: str, state: WorkspaceState) -> None:
+        self._states[workspace_id] = state
+        while len(self._states) > self.capacity:
+            evicted, _ = self._states.popitem(last=False)
+            self._snapshotted.pop(evicted, None)
