@@ -1,0 +1,50 @@
+# caseboard: `make run` plays the demo incident on the embedded ledger; `make test` runs the whole suite.
+# Every target sets up the virtual environment it needs on first use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run demo test test-unit lint typecheck check bench schemas clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv with caseboard and its development tools
+
+run: $(STAMP) ## play incident-042 on a fresh embedded (SQLite) ledger and tell the story
+	rm -rf .caseboard/demo
+	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/demo/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo
+
+demo: run ## same as run
+
+test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
+	$(BIN)/pytest -q
+
+test-unit: $(STAMP) ## the fast, pure tests only
+	$(BIN)/pytest -q tests/unit tests/golden
+
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check caseboard tests scripts
+
+typecheck: $(STAMP) ## mypy --strict with the pydantic plugin
+	$(BIN)/mypy
+
+check: lint typecheck test ## lint, typecheck and test
+
+bench: $(STAMP) ## benchmarks on PostgreSQL; the last line is one JSON object of ratios
+	$(BIN)/python scripts/bench.py
+
+schemas: $(STAMP) ## regenerate the JSON Schemas in schemas/
+	$(BIN)/python -m caseboard.schemas schemas
+
+clean: ## remove the virtual environment and local ledgers
+	rm -rf $(VENV) .caseboard build *.egg-info .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,3 @@
+from caseboard.cli.main import run
+
+run()

@@ -1,0 +1,1 @@
+"""The command line (DESIGN.md §6). Each module registers its subcommands on the shared parser."""

@@ -1,0 +1,129 @@
+"""``submit``, ``show``, ``log`` and ``timeline``: writing to and reading from one workspace's ledger."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from caseboard.app import App
+from caseboard.cli.output import emit_document, emit_line
+from caseboard.coordinator import parse_contribution
+from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
+from caseboard.reducers import REDUCERS
+
+
+def register(commands: Any) -> None:
+    submit = commands.add_parser("submit", help="submit contributions, one JSON object per line")
+    submit.add_argument("workspace")
+    submit.add_argument("--file", required=True, help="JSONL file of contributions ('-' for standard input)")
+    submit.add_argument("--trust-timestamps", action="store_true",
+                        help="honour each contribution's 'at' (importing recorded incidents, running scenarios)")  # fmt: skip
+    submit.set_defaults(handler=cmd_submit)
+
+    show = commands.add_parser("show", help="the projection of a workspace, at its head or any past version")
+    show.add_argument("workspace")
+    show.add_argument("--at-version", type=int, metavar="N")
+    show.add_argument("--reducer", choices=sorted(REDUCERS), metavar="V", help=f"one of {', '.join(REDUCERS)}")
+    show.add_argument("--format", choices=["json", "yaml"], default="json")
+    show.set_defaults(handler=cmd_show)
+
+    log = commands.add_parser("log", help="the ledger, one JSON object per commit")
+    log.add_argument("workspace")
+    log.add_argument("--after", type=int, default=0, metavar="N", help="only commits after version N")
+    log.set_defaults(handler=cmd_log)
+
+    timeline = commands.add_parser("timeline", help="observations in source event-time order")
+    timeline.add_argument("workspace")
+    timeline.add_argument("--at-version", type=int, metavar="N")
+    timeline.set_defaults(handler=cmd_timeline)
+
+
+@contextmanager
+def open_input(name: str) -> Iterator[IO[str]]:
+    if name == "-":
+        yield sys.stdin
+        return
+    path = Path(name)
+    if not path.is_file():
+        raise CaseboardError(f"cannot read {name}: no such file")
+    with path.open(encoding="utf-8") as handle:
+        yield handle
+
+
+def cmd_submit(app: App, args: argparse.Namespace) -> int:
+    coordinator = app.coordinator(trust_timestamps=args.trust_timestamps)
+    all_accepted = True
+    with open_input(args.file) as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            outcome = submit_line(coordinator, args.workspace, line)
+            if not outcome["ok"]:
+                outcome = {**outcome, "line": number}
+                all_accepted = False
+            emit_line(outcome)
+    return 0 if all_accepted else 1
+
+
+def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
+    try:
+        contribution = parse_contribution(_with_workspace(line, workspace_id))
+    except Refused as refusal:
+        return refusal.to_outcome()
+    if contribution.workspace_id != workspace_id:
+        return Refused(
+            Reason.INVALID,
+            f"workspace_id: the contribution names {contribution.workspace_id!r} but is submitted to {workspace_id!r}",
+            field="workspace_id",
+        ).to_outcome()
+    result: dict[str, Any] = coordinator.submit(contribution)
+    return result
+
+
+def _with_workspace(line: str, workspace_id: str) -> str | dict[str, Any]:
+    """A line without a workspace_id goes to the workspace named on the command line."""
+    import json
+
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return line
+    if isinstance(data, dict) and "workspace_id" not in data:
+        data["workspace_id"] = workspace_id
+    return data if isinstance(data, dict) else line
+
+
+def cmd_show(app: App, args: argparse.Namespace) -> int:
+    emit_document(app.workspaces.show(args.workspace, args.at_version, args.reducer), args.format)
+    return 0
+
+
+def cmd_log(app: App, args: argparse.Namespace) -> int:
+    if app.ledger.head(args.workspace) == 0:
+        raise UnknownWorkspace(args.workspace)
+    for commit in app.ledger.iter_commits(args.workspace, after=args.after):
+        record = commit.model_dump(mode="json", exclude_none=True)
+        record["workspace_version"] = record.pop("version")
+        emit_line(record)
+    return 0
+
+
+def cmd_timeline(app: App, args: argparse.Namespace) -> int:
+    projection = app.workspaces.show(args.workspace, args.at_version)
+    observations = sorted(
+        projection["observations"],
+        key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
+    )
+    for obs in observations:
+        emit_line({
+            "event_time": obs["event_time"], "event_time_quality": obs["event_time_quality"],
+            "ingested_at": obs["ingested_at"], "recorded_at_version": obs["recorded_at_version"],
+            "id": obs["id"], "source": obs["source"], "statement": obs["statement"],
+            "late_arrival": obs["late_arrival"], "stale": obs["stale"],
+        })  # fmt: skip
+    return 0

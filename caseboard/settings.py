@@ -1,0 +1,59 @@
+"""Configuration, read once from the environment into a frozen object and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from caseboard.domain.errors import ConfigurationError
+
+DEFAULT_DATABASE_URL = "sqlite:///.caseboard/ledger.db"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str = DEFAULT_REDIS_URL
+    log_level: str = "info"
+    log_format: str = "auto"
+    pool_size: int = 4
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        settings = cls(
+            database_url=env.get("CASEBOARD_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            redis_url=env.get("CASEBOARD_REDIS_URL") or DEFAULT_REDIS_URL,
+            log_level=(env.get("CASEBOARD_LOG_LEVEL") or "info").lower(),
+            log_format=(env.get("CASEBOARD_LOG_FORMAT") or "auto").lower(),
+            pool_size=_int(env, "CASEBOARD_POOL_SIZE", 4),
+        )
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        scheme = self.database_url.split(":", 1)[0]
+        if scheme not in ("sqlite", "postgresql", "postgres"):
+            raise ConfigurationError(
+                f"CASEBOARD_DATABASE_URL must start with sqlite:/// or postgresql:// (got {self.database_url!r}); "
+                "caseboard never falls back to an in-memory ledger"
+            )
+        if self.log_level not in ("debug", "info", "warning", "error"):
+            raise ConfigurationError(f"CASEBOARD_LOG_LEVEL must be debug, info, warning or error, not {self.log_level!r}")
+        if self.log_format not in ("auto", "json", "console"):
+            raise ConfigurationError(f"CASEBOARD_LOG_FORMAT must be auto, json or console, not {self.log_format!r}")
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise ConfigurationError(f"{name} must be at least 1, not {value}")
+    return value

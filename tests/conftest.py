@@ -1,0 +1,98 @@
+"""Shared fixtures. PostgreSQL and Redis are real: absent locally, their tests skip; with CI set, they fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.ledger import EventsourcingLedger, open_ledger
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_SCENARIOS = ROOT.parent / "shared" / "scenarios"
+PACKAGED_SCENARIOS = ROOT / "caseboard" / "scenarios"
+POSTGRES_URL = os.environ.get("CASEBOARD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("CASEBOARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def scenario_dir() -> Path:
+    """The shared scenarios as they are; the packaged copy only where shared/ is absent (and not in CI)."""
+    if SHARED_SCENARIOS.is_dir():
+        return SHARED_SCENARIOS
+    if os.environ.get("CI"):
+        pytest.fail(f"{SHARED_SCENARIOS} is missing: CI runs beside a copy of shared/")
+    return PACKAGED_SCENARIOS
+
+
+def service_missing(name: str, error: Exception) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{name} is not reachable in CI ({error}); .ci/run starts it")
+    pytest.skip(f"{name} is not reachable: {error}")
+
+
+@pytest.fixture(scope="session")
+def postgres_available() -> str:
+    import psycopg
+
+    try:
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as error:
+        service_missing("PostgreSQL", error)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def postgres_url(postgres_available: str) -> Iterator[str]:
+    """A PostgreSQL ledger URL in a fresh schema, dropped afterwards."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{postgres_available}?schema={schema}"
+    with psycopg.connect(postgres_available, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/ledger.db"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/ledger.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def ledger(ledger_url: str) -> Iterator[EventsourcingLedger]:
+    ledger = open_ledger(ledger_url)
+    yield ledger
+    ledger.close()
+
+
+def scenario_lines() -> list[str]:
+    return [line for line in (scenario_dir() / "incident-042.jsonl").read_text().splitlines() if line.strip()]
+
+
+def stale_install() -> str:
+    return (scenario_dir() / "incident-042.stale-install.json").read_text()
+
+
+def play(coordinator: Coordinator, lines: list[str]) -> list[dict[str, Any]]:
+    return [coordinator.submit(parse_contribution(line)) for line in lines]
+
+
+def contribution(items: list[dict[str, Any]], principal: str = "planner-1", role: str = "planner",
+                 workspace_id: str = "ws-1", **envelope: Any) -> str:  # fmt: skip
+    return json.dumps({"workspace_id": workspace_id, "author": {"principal": principal, "role": role},
+                       "items": items, **envelope})  # fmt: skip
