@@ -41,6 +41,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 index=Identifier(f"{events_table_name}_tx_idx"), schema=schema, table=table
             )
         )
+        self._append_sql: str | None = None
         self.append_statement = SQL(
             "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s) RETURNING notification_id"
@@ -51,8 +52,10 @@ class LedgerRecorder(PostgresApplicationRecorder):
             return super().insert_events(stored_events, **kwargs)
         event = stored_events[0]
         with self.datastore.get_connection() as conn:
+            if self._append_sql is None:  # render once: a composed query would be rendered on every call
+                self._append_sql = self.append_statement.as_string(conn)
             row = conn.execute(
-                self.append_statement,
+                self._append_sql,  # type: ignore[arg-type]
                 (event.originator_id, event.originator_version, event.topic, event.state),
                 prepare=True,
             ).fetchone()

@@ -29,7 +29,7 @@ class Workspaces:
         ledger: Ledger,
         reducer: Reducer[WorkspaceState] | None = None,
         *,
-        snapshot_min: int = 500,
+        snapshot_min: int = 1000,
         capacity: int = 1024,
     ) -> None:
         self.ledger = ledger
