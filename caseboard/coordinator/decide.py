@@ -78,6 +78,7 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         digest=digest,
         items=(),
         decisions=(),
+        previous_hash=state.head_hash,
     )
     decisions: list[dict[str, Any]] = []
     for index, item in enumerate(contribution.items):
@@ -86,7 +87,7 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         if item.type == "proposal":
             decision["recorded_status"] = proposal_status(draft, draft.proposals[item.id], at)
         decisions.append(decision)
-    return draft_commit.model_copy(update={"items": contribution.items, "decisions": tuple(decisions)})
+    return draft_commit.model_copy(update={"items": contribution.items, "decisions": tuple(decisions)}).sealed()
 
 
 def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:

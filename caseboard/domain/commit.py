@@ -3,10 +3,16 @@
 A commit holds inputs and recorded judgments only, never derived state. ``decisions`` has one entry per item,
 in item order: what the coordinator decided at commit time (selection, a claim's generation and lease, an
 escalation), so that any reducer can fold the commit without deciding again.
+
+Commits form a hash chain: ``hash`` is the SHA-256 of the commit's canonical JSON without ``hash`` itself,
+and ``previous_hash`` is the hash of the commit before it (absent on version 1). Altering a stored commit
+breaks its own hash; re-sealing it breaks the next commit's ``previous_hash``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -34,6 +40,16 @@ class Commit(Frozen):
     digest: str | None = None
     items: tuple[Item, ...]
     decisions: tuple[Decision, ...]
+    previous_hash: str | None = None
+    hash: str | None = None
+
+    def content_hash(self) -> str:
+        content = self.model_dump(mode="json", exclude_none=True, exclude={"hash"})
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def sealed(self) -> Commit:
+        return self.model_copy(update={"hash": self.content_hash()})
 
     def outcome_items(self) -> list[dict[str, Any]]:
         """Each item with what the coordinator decided about it, as returned to the submitter."""

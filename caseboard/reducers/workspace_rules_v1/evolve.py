@@ -42,6 +42,7 @@ def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
         apply_item(state, commit, item, decision)
     state.version = commit.version
     state.at = commit.at
+    state.head_hash = commit.hash
     if commit.idempotency_key is not None and commit.digest is not None:
         state.idempotency[commit.idempotency_key] = IdempotencyRec(
             commit.digest, commit.version, tuple(commit.outcome_items())

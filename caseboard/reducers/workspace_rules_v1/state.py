@@ -155,6 +155,7 @@ class WorkspaceState:
     active_proposals: int = 0
     pending_work: int = 0
     selected_count: int = 0
+    head_hash: str | None = None
     ids: MutableMapping[str, str] = field(default_factory=dict)
     observations: MutableMapping[str, ObservationRec] = field(default_factory=dict)
     hypotheses: MutableMapping[str, HypothesisRec] = field(default_factory=dict)
