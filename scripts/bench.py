@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.context import BenchContext  # noqa: E402
+from benchmarks.context import BenchContext
 
 SECTIONS = ["commit"]
 

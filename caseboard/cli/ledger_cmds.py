@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
