@@ -67,7 +67,10 @@ class Workspaces:
 
     def record(self, commit: Commit) -> WorkspaceState:
         """Fold a commit this process just appended."""
-        state = self.reducer.evolve(self.current(commit.workspace_id), commit)
+        state = self.current(commit.workspace_id)
+        if state.version >= commit.version:
+            return state  # evicted and reloaded from the ledger meanwhile: the commit is already folded
+        state = self.reducer.evolve(state, commit)
         last = self._snapshotted.get(commit.workspace_id, 0)
         if commit.version - last >= max(self.snapshot_min, commit.version // 8):
             self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, self.reducer.dump(state))
