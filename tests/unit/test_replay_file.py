@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from caseboard.cli.main import main
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from caseboard.logs import configure_logging
 from caseboard.replay.rebuild import replay_file, replay_ledger
 from caseboard.replay.transfer import export
 from tests.conftest import play, scenario_lines, stale_install
@@ -37,6 +39,7 @@ def test_replay_to_18_shows_support_and_19_shows_the_challenge() -> None:
 
 
 def test_replay_of_a_played_ledger_equals_show_at_every_version(tmp_path: Path) -> None:
+    configure_logging("warning", "json", io.StringIO())  # an earlier CLI test may have logged to a closed stream
     ledger = open_ledger("memory://")
     coordinator = Coordinator(ledger, trust_timestamps=True)
     play(coordinator, scenario_lines()[:19])
