@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.context import BenchContext  # noqa: E402
+from benchmarks.context import BenchContext
 
-SECTIONS = ["commit"]
+SECTIONS = ["commit", "replay"]
 
 
 def main() -> int:

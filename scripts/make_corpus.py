@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from caseboard.coordinator import Coordinator, parse_contribution  # noqa: E402
-from caseboard.domain.errors import Refused  # noqa: E402
-from caseboard.ledger import open_ledger  # noqa: E402
-from caseboard.logs import configure_logging  # noqa: E402
-from caseboard.replay.transfer import export  # noqa: E402
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.domain.errors import Refused
+from caseboard.ledger import open_ledger
+from caseboard.logs import configure_logging
+from caseboard.replay.transfer import export
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
@@ -48,7 +48,9 @@ def record(scenario: Path) -> str:
             outcome = refusal.to_outcome()
         refused = None if outcome["ok"] else outcome["reason"]
         if refused != expect:
-            raise ScenarioFailed(f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome}")
+            raise ScenarioFailed(
+                f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome}"
+            )
     assert workspace_id is not None, f"{scenario} is empty"
     out = io.StringIO()
     export(ledger, workspace_id, out)
@@ -56,7 +58,9 @@ def record(scenario: Path) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scenarios", type=Path, default=CORPUS / "scenarios")
     parser.add_argument("--out", type=Path, default=CORPUS)
     parser.add_argument("--check", action="store_true", help="compare with the files in --out; write nothing")
@@ -77,7 +81,10 @@ def main() -> int:
         target.write_text(text, encoding="utf-8")
         print(f"{target}: {text.count(chr(10))} commits")
     if stale:
-        print(f"make_corpus: out of date: {', '.join(stale)} (run python scripts/make_corpus.py)", file=sys.stderr)
+        print(
+            f"make_corpus: out of date: {', '.join(stale)} (run python scripts/make_corpus.py)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -51,7 +51,11 @@ class Comparison:
 def facets(projection: dict[str, Any]) -> dict[str, dict[str, str]]:
     """What is compared, as aspect -> item -> value."""
     selected = projection["selected_items"]
-    chosen = [*selected["observations"], *selected["derived_summaries"], *(h["id"] for h in selected["hypotheses"])]
+    chosen = [
+        *selected["observations"],
+        *selected["derived_summaries"],
+        *(h["id"] for h in selected["hypotheses"]),
+    ]
     return {
         "workspace_status": {"workspace": projection["status"]},
         "hypothesis_status": {h["id"]: h["status"] for h in projection["hypotheses"]},
@@ -72,7 +76,9 @@ def differences(incident: str, version: int, a: dict[str, Any], b: dict[str, Any
     return out
 
 
-def compare_commits(incident: str, commits: Iterable[Commit], first: str, second: str) -> tuple[int, list[Difference]]:
+def compare_commits(
+    incident: str, commits: Iterable[Commit], first: str, second: str
+) -> tuple[int, list[Difference]]:
     reducer_a, reducer_b = get_reducer(first), get_reducer(second)
     state_a = state_b = None
     found: list[Difference] = []
@@ -80,7 +86,9 @@ def compare_commits(incident: str, commits: Iterable[Commit], first: str, second
     for commit in commits:
         state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)
         state_b = reducer_b.evolve(state_b or reducer_b.initial(commit.workspace_id), commit)
-        found.extend(differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b)))
+        found.extend(
+            differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b))
+        )
         versions += 1
     return versions, found
 
@@ -122,14 +130,17 @@ def compare(
 
 def table(comparison: Comparison) -> str:
     a, b = comparison.reducers
-    summary = (
-        f"{comparison.incidents} incidents, {comparison.versions} versions: "
-        + ("the reducers agree" if comparison.agree else f"{len(comparison.differences)} differences")
+    summary = f"{comparison.incidents} incidents, {comparison.versions} versions: " + (
+        "the reducers agree" if comparison.agree else f"{len(comparison.differences)} differences"
     )
     if comparison.agree:
         return summary + "\n"
     header = ("INCIDENT", "VERSION", "ASPECT", "ITEM", a, b)
-    rows = [header] + [(d.incident, str(d.version), d.aspect, d.item, d.a, d.b) for d in comparison.differences]
+    rows = [header] + [
+        (d.incident, str(d.version), d.aspect, d.item, d.a, d.b) for d in comparison.differences
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     return "\n".join([*lines, "", summary]) + "\n"

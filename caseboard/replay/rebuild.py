@@ -25,7 +25,10 @@ class BrokenRecord(CaseboardError):
 
 
 def fold(
-    commits: Iterable[Commit], reducer: Reducer[WorkspaceState], upto: int | None = None, source: str = "the record"
+    commits: Iterable[Commit],
+    reducer: Reducer[WorkspaceState],
+    upto: int | None = None,
+    source: str = "the record",
 ) -> WorkspaceState:
     """The state after version ``upto`` (the last commit when None); beyond the head is an error."""
     if upto is not None and upto < 1:
@@ -68,4 +71,6 @@ def replay_ledger(
     chosen = get_reducer(reducer)
     if ledger.head(workspace_id) == 0:
         raise UnknownWorkspace(workspace_id)
-    return chosen.render(fold(read_ledger(ledger, workspace_id, upto), chosen, upto, f"ledger {workspace_id}"))
+    return chosen.render(
+        fold(read_ledger(ledger, workspace_id, upto), chosen, upto, f"ledger {workspace_id}")
+    )

@@ -23,12 +23,11 @@ from typing import IO
 from pydantic import TypeAdapter, ValidationError
 
 from caseboard.domain.commit import Commit
-from caseboard.domain.items import Id
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
+from caseboard.domain.items import Id
 from caseboard.ledger.base import EventsourcingLedger
 from caseboard.replay.records import read_file, read_ledger
 from caseboard.replay.verify import ChainReport, verify_file
-
 
 _ID: TypeAdapter[str] = TypeAdapter(Id)
 
@@ -65,7 +64,9 @@ def renamed(commits: Iterator[Commit], workspace_id: str) -> Iterator[Commit]:
     """The same commits under another workspace id, re-sealed in order into a new chain."""
     previous: str | None = None
     for commit in commits:
-        sealed = commit.model_copy(update={"workspace_id": workspace_id, "previous_hash": previous, "hash": None}).sealed()
+        sealed = commit.model_copy(
+            update={"workspace_id": workspace_id, "previous_hash": previous, "hash": None}
+        ).sealed()
         previous = sealed.hash
         yield sealed
 
@@ -82,9 +83,13 @@ def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | Non
     try:
         _ID.validate_python(target)
     except ValidationError:
-        raise ImportRefused(f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)") from None
+        raise ImportRefused(
+            f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)"
+        ) from None
     if ledger.head(target) != 0:
-        raise ImportRefused(f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID")
+        raise ImportRefused(
+            f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID"
+        )
     commits: Iterator[Commit] = read_file(path)
     if target != source_id:
         commits = renamed(commits, target)

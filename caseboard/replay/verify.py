@@ -60,8 +60,10 @@ class ChainReport:
 
     def line(self) -> str:
         if self.problem is None:
-            return f"{self.source}: intact, {self.commits} commits of {self.workspace_id}, head hash {self.head_hash}"
-        return f"{self.source}: NOT INTACT at version {self.problem.version} ({self.problem.kind}): {self.problem.detail}"
+            intact = f"intact, {self.commits} commits of {self.workspace_id}"
+            return f"{self.source}: {intact}, head hash {self.head_hash}"
+        problem = self.problem
+        return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
 
 
 class ChainChecker:
@@ -80,7 +82,9 @@ class ChainChecker:
         if self.problem is not None:
             return False
         if record.keyed and record.position != self.expected:
-            return self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
+            return self._fail(
+                "missing", f"version {self.expected} is absent: the next stored row is {record.position}"
+            )
         try:
             commit = decode_one(record)
         except UnreadableRecord as error:
@@ -88,17 +92,25 @@ class ChainChecker:
         return self._check(commit, record.where, present)
 
     def report(self) -> ChainReport:
-        return ChainReport(self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem)
+        return ChainReport(
+            self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem
+        )
 
     def _check(self, commit: Commit, where: str, present: set[int] | None) -> bool:
         if self.workspace_id is None:
             self.workspace_id = commit.workspace_id
         if commit.workspace_id != self.workspace_id:
-            return self._fail("foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}")
+            return self._fail(
+                "foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}"
+            )
         if commit.version != self.expected:
             if present is not None and self.expected not in present:
-                return self._fail("missing", f"version {self.expected} is absent; {where} holds version {commit.version}")
-            return self._fail("out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs")
+                return self._fail(
+                    "missing", f"version {self.expected} is absent; {where} holds version {commit.version}"
+                )
+            return self._fail(
+                "out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs"
+            )
         if commit.hash is None:
             return self._fail("unsealed", f"{where} carries no hash (written before the chain, or stripped)")
         if commit.content_hash() != commit.hash:

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "corpus"
 INCIDENTS = sorted(CORPUS.glob("*.jsonl"))
-KINDS = ("incident-042", "late-arrival", "budget-exhaustion", "zombie-writer", "expired-evidence", "scope-change",
+KINDS = ("incident-042", "late-arrival", "budget-exhaustion", "zombie-writer", "expired-evidence",
+         "scope-change",
          "stale-proposal", "instruction-text")  # fmt: skip
 
 
@@ -69,9 +70,13 @@ def test_the_corpus_is_what_its_scenarios_produce() -> None:
 
 
 def test_the_incident_042_scenario_is_the_shared_one_with_its_stale_install() -> None:
-    scenario = [json.loads(line) for line in (CORPUS / "scenarios" / "incident-042.jsonl").read_text().splitlines()]
+    scenario = [
+        json.loads(line) for line in (CORPUS / "scenarios" / "incident-042.jsonl").read_text().splitlines()
+    ]
     shared = ROOT / "caseboard" / "scenarios"
-    lines = [json.loads(line) for line in (shared / "incident-042.jsonl").read_text().splitlines() if line.strip()]
+    lines = [
+        json.loads(line) for line in (shared / "incident-042.jsonl").read_text().splitlines() if line.strip()
+    ]
     stale = json.loads((shared / "incident-042.stale-install.json").read_text())
     assert scenario == [*lines[:19], {"expect": "version_conflict", **stale}, *lines[19:]]
 
@@ -79,14 +84,22 @@ def test_the_incident_042_scenario_is_the_shared_one_with_its_stale_install() ->
 def test_the_zombie_writers_refused_result_leaves_no_trace_and_the_reclaim_does() -> None:
     commits = list(read_file(CORPUS / "zombie-writer-031.jsonl"))
     kinds = [(c.author.principal, [i.type for i in c.items], c.decisions) for c in commits]
-    assert ("controller", ["work_reclaim"], ({"fenced_generation": 1, "fenced_holder": "cert-specialist-a"},)) in kinds
-    assert not any(principal == "cert-specialist-a" and types == ["work_result"] for principal, types, _ in kinds)
+    assert (
+        "controller",
+        ["work_reclaim"],
+        ({"fenced_generation": 1, "fenced_holder": "cert-specialist-a"},),
+    ) in kinds
+    assert not any(
+        principal == "cert-specialist-a" and types == ["work_result"] for principal, types, _ in kinds
+    )
     final = REDUCERS["workspace-rules-v1"].render(fold(commits, REDUCERS["workspace-rules-v1"]))
     assert [(w["generation"], w["status"], w["reclaims"]) for w in final["work"]] == [(2, "completed", 1)]
 
 
 def test_instruction_like_text_is_recorded_as_data_and_changes_nothing() -> None:
-    final = REDUCERS["workspace-rules-v1"].render(fold(read_file(CORPUS / "instruction-text-078.jsonl"), REDUCERS["workspace-rules-v1"]))
+    final = REDUCERS["workspace-rules-v1"].render(
+        fold(read_file(CORPUS / "instruction-text-078.jsonl"), REDUCERS["workspace-rules-v1"])
+    )
     assert final["execution_mode"] == "read_only"
     assert final["status"] == "investigating"
     assert [(h["id"], h["status"]) for h in final["hypotheses"]] == [("hyp-refund-lock", "supported")]

@@ -69,7 +69,7 @@ def test_import_refuses_a_tampered_file_naming_the_version_and_writes_nothing(
     target: EventsourcingLedger, tmp_path: Path
 ) -> None:
     lines = (CORPUS / "incident-042.jsonl").read_text().splitlines()
-    lines[13] = lines[13].replace("\"cycles_left\":4", "\"cycles_left\":40")
+    lines[13] = lines[13].replace('"cycles_left":4', '"cycles_left":40')
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_text("\n".join(lines) + "\n")
     with pytest.raises(ImportRefused, match="version 14 is altered"):
@@ -88,7 +88,10 @@ def test_cli_export_and_import_round_trip_between_two_ledgers(
     out = tmp_path / "out.jsonl"
     assert main(["--database-url", store, "export", "late-arrival-017", "--out", str(out)]) == 0
     assert out.read_text() == (CORPUS / "late-arrival-017.jsonl").read_text()
-    assert main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert (
+        main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")])
+        == 2
+    )
     assert "unknown workspace 'no-such-workspace'" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
     assert main(["--database-url", store, "import", str(out), "--as", "bad id!"]) == 2

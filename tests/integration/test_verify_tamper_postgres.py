@@ -17,6 +17,7 @@ from caseboard.replay.transfer import import_file
 from caseboard.replay.verify import verify_ledger
 
 pytestmark = pytest.mark.postgres
+UPDATE_STATE = "UPDATE caseboard_commits SET state = %s WHERE originator_id = %s AND originator_version = %s"
 INCIDENT = Path(__file__).resolve().parents[2] / "corpus" / "incident-042.jsonl"
 
 
@@ -51,29 +52,42 @@ def test_an_untouched_ledger_verifies(ledger: EventsourcingLedger) -> None:
     assert report.intact and report.commits == 20
 
 
-def test_an_update_of_one_rows_content_is_reported_at_that_version(ledger: EventsourcingLedger, postgres_url: str) -> None:
+def test_an_update_of_one_rows_content_is_reported_at_that_version(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
     data = state_of(ledger, 12)
     data["at"] = "2026-03-02T14:05:16Z"
-    sql(postgres_url, "UPDATE caseboard_commits SET state = %s WHERE originator_id = %s AND originator_version = 12",
-        json.dumps(data).encode(), "incident-042")  # fmt: skip
+    sql(postgres_url, UPDATE_STATE,
+        json.dumps(data).encode(), "incident-042", 12)  # fmt: skip
     assert problem(ledger) == (12, "altered")
 
 
-def test_an_updated_and_resealed_row_is_caught_by_the_next_link(ledger: EventsourcingLedger, postgres_url: str) -> None:
+def test_an_updated_and_resealed_row_is_caught_by_the_next_link(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
     commit = Commit.model_validate(state_of(ledger, 9))
-    forged = commit.model_copy(update={"decisions": ({"generation": 7, "lease_expires_at": "2026-03-02T14:09:44Z"},),
+    decision = {"generation": 7, "lease_expires_at": "2026-03-02T14:09:44Z"}
+    forged = commit.model_copy(update={"decisions": (decision,),
                                        "hash": None}).sealed()  # fmt: skip
-    sql(postgres_url, "UPDATE caseboard_commits SET state = %s WHERE originator_id = %s AND originator_version = 9",
-        forged.model_dump_json(exclude_none=True).encode(), "incident-042")  # fmt: skip
+    sql(postgres_url, UPDATE_STATE,
+        forged.model_dump_json(exclude_none=True).encode(), "incident-042", 9)  # fmt: skip
     assert problem(ledger) == (9, "broken_link")
 
 
-def test_a_deleted_row_is_reported_as_the_missing_version(ledger: EventsourcingLedger, postgres_url: str) -> None:
-    sql(postgres_url, "DELETE FROM caseboard_commits WHERE originator_id = %s AND originator_version = 7", "incident-042")
+def test_a_deleted_row_is_reported_as_the_missing_version(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
+    sql(
+        postgres_url,
+        "DELETE FROM caseboard_commits WHERE originator_id = %s AND originator_version = 7",
+        "incident-042",
+    )
     assert problem(ledger) == (7, "missing")
 
 
-def test_swapped_rows_are_reported_at_the_first_misplaced_version(ledger: EventsourcingLedger, postgres_url: str) -> None:
+def test_swapped_rows_are_reported_at_the_first_misplaced_version(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
     for old, new in ((15, -15), (16, 15), (-15, 16)):
         sql(postgres_url, "UPDATE caseboard_commits SET originator_version = %s "
             "WHERE originator_id = %s AND originator_version = %s", new, "incident-042", old)  # fmt: skip

@@ -1,4 +1,4 @@
-"""compare: where two reducers disagree over recorded incidents, as a table or JSON, with diff(1) exit codes."""
+"""compare: where two reducers disagree over recorded incidents, as a table or JSON, exit codes as diff(1)."""
 
 from __future__ import annotations
 
@@ -34,11 +34,20 @@ def test_v1_and_v2_differ_exactly_where_their_semantics_do() -> None:
     ]
 
 
-def test_the_table_names_incident_version_aspect_item_and_both_values(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_table_names_incident_version_aspect_item_and_both_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["compare", "--reducer", V1, "--reducer", V2, str(CORPUS / "scope-change-051.jsonl")]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["INCIDENT", "VERSION", "ASPECT", "ITEM", V1, V2]
-    assert out[1].split() == ["scope-change-051", "5", "proposal_status", "proposal-001", "requires_revalidation", "current"]
+    assert out[1].split() == [
+        "scope-change-051",
+        "5",
+        "proposal_status",
+        "proposal-001",
+        "requires_revalidation",
+        "current",
+    ]
     assert out[-1] == "1 incidents, 9 versions: 1 differences"
 
 
@@ -47,7 +56,11 @@ def test_json_output_carries_every_difference(capsys: pytest.CaptureFixture[str]
     report = json.loads(capsys.readouterr().out)
     assert report["reducers"] == [V1, V2]
     assert (report["incidents"], report["versions"], report["agree"]) == (8, 77, False)
-    assert {d["incident"] for d in report["differences"]} == {"expired-evidence-044", "scope-change-051", "stale-proposal-066"}
+    assert {d["incident"] for d in report["differences"]} == {
+        "expired-evidence-044",
+        "scope-change-051",
+        "stale-proposal-066",
+    }
 
 
 @pytest.mark.parametrize(
@@ -58,7 +71,9 @@ def test_json_output_carries_every_difference(capsys: pytest.CaptureFixture[str]
         (["--reducer", V1, "--reducer", "workspace-rules-v9", str(CORPUS)], "invalid choice"),
     ],
 )
-def test_a_mistake_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_mistake_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     try:
         code = main(["compare", *argv])
     except SystemExit as exit:

@@ -39,7 +39,9 @@ def test_replay_to_18_shows_support_and_19_shows_the_challenge() -> None:
 
 
 def test_replay_of_a_played_ledger_equals_show_at_every_version(tmp_path: Path) -> None:
-    configure_logging("warning", "json", io.StringIO())  # an earlier CLI test may have logged to a closed stream
+    configure_logging(
+        "warning", "json", io.StringIO()
+    )  # an earlier CLI test may have logged to a closed stream
     ledger = open_ledger("memory://")
     coordinator = Coordinator(ledger, trust_timestamps=True)
     play(coordinator, scenario_lines()[:19])
@@ -78,7 +80,9 @@ def test_replay_beyond_the_head_is_one_clear_line_and_exit_2(capsys: pytest.Capt
     assert main(["replay", str(INCIDENT), "--to", "21"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == "caseboard: workspace 'incident-042' has versions 1..20; version 21 does not exist\n"
+    assert (
+        captured.err == "caseboard: workspace 'incident-042' has versions 1..20; version 21 does not exist\n"
+    )
 
 
 def test_replay_of_version_0_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,7 +90,9 @@ def test_replay_of_version_0_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert "versions start at 1" in capsys.readouterr().err
 
 
-def test_replay_of_a_file_with_a_gap_names_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_of_a_file_with_a_gap_names_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lines = INCIDENT.read_text().splitlines()
     gapped = tmp_path / "gap.jsonl"
     gapped.write_text("\n".join(lines[:4] + lines[5:]) + "\n")

@@ -60,7 +60,8 @@ def test_a_file_of_the_old_shape_replays_to_the_same_projection_as_the_current_o
 def test_old_records_stored_in_a_ledger_are_read_through_the_upcaster() -> None:
     ledger = open_ledger("memory://")
     ledger.events.insert_events([
-        StoredEvent(originator_id="incident-042", originator_version=int(str(line["version"])), topic=COMMIT_TOPIC,
+        StoredEvent(originator_id="incident-042", originator_version=int(str(line["version"])),
+                    topic=COMMIT_TOPIC,
                     state=json.dumps(line).encode())
         for line in old_lines()
     ])  # fmt: skip
