@@ -26,6 +26,7 @@ from caseboard.domain.contribution import Author
 from caseboard.domain.items import Observation, Role
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.ledger.base import encode_commit
+from caseboard.logs import configure_logging
 from caseboard.reducers import get_reducer
 from caseboard.replay.compare import compare
 from caseboard.replay.rebuild import fold
@@ -110,6 +111,7 @@ def replay_fold(ledger: EventsourcingLedger) -> int:
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
+    configure_logging("warning", "json")
     commits = 2_000 if ctx.quick else 100_000
     rounds = 1 if ctx.quick else min(ctx.rounds, 3)
     with ctx.fresh_schema() as url:
