@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from caseboard.cli.main import main
 from caseboard.ledger import EventsourcingLedger, open_ledger
@@ -15,6 +17,13 @@ from caseboard.replay.verify import verify_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

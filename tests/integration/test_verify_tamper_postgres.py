@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import psycopg
 import pytest
+import structlog
 
 from caseboard.cli.main import main
 from caseboard.domain.commit import Commit
@@ -19,6 +20,13 @@ from caseboard.replay.verify import verify_ledger
 pytestmark = pytest.mark.postgres
 UPDATE_STATE = "UPDATE caseboard_commits SET state = %s WHERE originator_id = %s AND originator_version = %s"
 INCIDENT = Path(__file__).resolve().parents[2] / "corpus" / "incident-042.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from caseboard.cli.main import main
 from caseboard.replay.compare import compare
@@ -15,6 +17,13 @@ from caseboard.replay.progress import ProgressBar
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
 V1, V2 = "workspace-rules-v1", "workspace-rules-v2"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 def test_a_reducer_compared_with_itself_agrees_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from caseboard.cli.main import main
 from caseboard.coordinator import Coordinator, parse_contribution
@@ -22,6 +24,13 @@ from tests.conftest import play, scenario_lines, stale_install
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "corpus" / "incident-042.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 def test_two_replays_of_the_same_file_are_identical() -> None:

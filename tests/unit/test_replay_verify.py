@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from caseboard.cli.main import main
 from caseboard.domain.commit import Commit
@@ -13,6 +15,13 @@ from caseboard.replay.verify import verify_file
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "corpus" / "incident-042.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 def lines() -> list[str]:
