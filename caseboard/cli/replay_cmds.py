@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +102,7 @@ def cmd_verify(_: None, args: argparse.Namespace) -> int:
     if path.exists():
         report = verify_file(path)
     else:
-        with _app(args) as app:
+        with _workspace_app(args) as app:
             report = verify_ledger(app.ledger, args.target)
     if args.format == "json":
         emit_line(report.to_dict())
@@ -116,7 +118,7 @@ def cmd_replay(_: None, args: argparse.Namespace) -> int:
             raise CaseboardError(f"{path} is a directory; replay takes one recorded incident file")
         projection = replay_file(path, args.to, args.reducer)
     else:
-        with _app(args) as app:
+        with _workspace_app(args) as app:
             projection = replay_ledger(app.ledger, args.target, args.to, args.reducer)
     emit_document(projection, args.format)
     return 0
@@ -134,14 +136,11 @@ def cmd_compare(_: None, args: argparse.Namespace) -> int:
     return 0 if result.agree else 1
 
 
-class _app:
+@contextmanager
+def _workspace_app(args: argparse.Namespace) -> Iterator[App]:
     """The configured ledger, opened only when a workspace (not a file) is named."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.app = build_app(Settings.from_env(), database_url=args.database_url)
-
-    def __enter__(self) -> App:
-        return self.app
-
-    def __exit__(self, *exc: object) -> None:
-        self.app.close()
+    app = build_app(Settings.from_env(), database_url=args.database_url)
+    try:
+        yield app
+    finally:
+        app.close()

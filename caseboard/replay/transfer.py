@@ -26,8 +26,8 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.items import Id
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.replay.records import read_file, read_ledger
-from caseboard.replay.verify import ChainReport, verify_file
+from caseboard.replay.records import decode_batch, file_records, read_ledger
+from caseboard.replay.verify import ChainReport, verify_records
 
 _ID: TypeAdapter[str] = TypeAdapter(Id)
 
@@ -72,7 +72,8 @@ def renamed(commits: Iterator[Commit], workspace_id: str) -> Iterator[Commit]:
 
 
 def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | None = None) -> Imported:
-    report: ChainReport = verify_file(path)
+    records = list(file_records(path))  # read once: what is appended is exactly what was verified
+    report: ChainReport = verify_records(records, str(path))
     if report.problem is not None:
         raise ImportRefused(
             f"{path} is not an intact recorded incident: version {report.problem.version} is "
@@ -90,7 +91,7 @@ def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | Non
         raise ImportRefused(
             f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID"
         )
-    commits: Iterator[Commit] = read_file(path)
+    commits: Iterator[Commit] = iter(decode_batch(records))
     if target != source_id:
         commits = renamed(commits, target)
     head: str | None = None

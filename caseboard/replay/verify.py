@@ -132,19 +132,23 @@ class ChainChecker:
 
 
 def verify_file(path: Path) -> ChainReport:
-    records = list(file_records(path))
+    return verify_records(list(file_records(path)), str(path))
+
+
+def verify_records(records: list[RawRecord], source: str) -> ChainReport:
+    """The chain of a file's records, read in full (to tell a missing version from a misplaced one)."""
     present = set()
     for record in records:
         try:
             present.add(decode_one(record).version)
         except UnreadableRecord:
             continue
-    checker = ChainChecker(str(path))
+    checker = ChainChecker(source)
     for record in records:
         if not checker.feed(record, present):
             break
     if not records:
-        checker.problem = Problem(1, "missing", f"{path} holds no commits")
+        checker.problem = Problem(1, "missing", f"{source} holds no commits")
     return checker.report()
 
 

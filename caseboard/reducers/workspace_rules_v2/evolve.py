@@ -6,6 +6,8 @@ consider material, the previous mark is put back. Pure: nothing but the state an
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
 from caseboard.reducers.workspace_rules_v1.evolve import apply_item
@@ -20,10 +22,10 @@ def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
             f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}"
         )
     for item, decision in zip(commit.items, commit.decisions, strict=True):
-        kept = _immaterial_mark(state, item)
+        undo = _not_material(state, item)
         apply_item(state, commit, item, decision)
-        if kept is not None:
-            _restore(state, *kept)
+        if undo is not None:
+            undo()
     state.version = commit.version
     state.at = commit.at
     state.head_hash = commit.hash
@@ -34,29 +36,36 @@ def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
     return state
 
 
-def _immaterial_mark(state: WorkspaceState, item: it.Item) -> tuple[str, int | None] | None:
-    """For an item v1 marks as material but v2 does not: (the key v1 will mark, its value before)."""
-    if isinstance(item, it.Link) and item.relation == "challenges":
-        if not _verified(state, item.observation):
-            return item.hypothesis, state.material.get(item.hypothesis)
-    elif isinstance(item, it.Hypothesis) and item.challenging_evidence:
-        if not any(_verified(state, obs) for obs in item.challenging_evidence):
-            return item.id, None
-    elif isinstance(item, it.Constraints) and item.goal is None and item.scope is None:
-        return _CONSTRAINTS, state.constraints_version
-    return None
+def _not_material(state: WorkspaceState, item: it.Item) -> Callable[[], None] | None:
+    """For an item that v1 marks as a material change and v2 does not: how to put the mark back."""
+    match item:
+        case it.Link(relation="challenges") if not _verified(state, item.observation):
+            return _restore_mark(state, item.hypothesis)
+        case it.Hypothesis() if item.challenging_evidence and not any(
+            _verified(state, obs) for obs in item.challenging_evidence
+        ):
+            return _restore_mark(state, item.id)
+        case it.Constraints(goal=None, scope=None):
+            before = state.constraints_version
+
+            def restore_constraints() -> None:
+                state.constraints_version = before
+
+            return restore_constraints
+        case _:
+            return None
 
 
-_CONSTRAINTS = "\0constraints"
+def _restore_mark(state: WorkspaceState, key: str) -> Callable[[], None]:
+    before = state.material.get(key)
 
+    def restore() -> None:
+        if before is None:
+            state.material.pop(key, None)
+        else:
+            state.material[key] = before
 
-def _restore(state: WorkspaceState, key: str, before: int | None) -> None:
-    if key == _CONSTRAINTS:
-        state.constraints_version = before or 0
-    elif before is None:
-        state.material.pop(key, None)
-    else:
-        state.material[key] = before
+    return restore
 
 
 def _verified(state: WorkspaceState, observation_id: str) -> bool:
