@@ -57,8 +57,10 @@ def build(ledger: EventsourcingLedger, commits: int) -> None:
     limits = {"max_selected_items": 20, "max_investigation_cycles": 6, "max_open_questions": 10,
               "max_proposals": 10, "max_pending_work": 10}  # fmt: skip
     scope = {"tenant_id": "t", "environment": "production", "service": "payments-api"}
-    opening = [{"type": "open", "scope": scope, "goal": "replay benchmark", "runtime_limits": limits,
-                "execution_mode": "read_only"}]  # fmt: skip
+    opening: list[dict[str, object]] = [
+        {"type": "open", "scope": scope, "goal": "replay benchmark", "runtime_limits": limits,
+         "execution_mode": "read_only"}
+    ]  # fmt: skip
     outcomes = [coordinator.submit(parse_contribution(_contribution(opening, "operator", "operator", START)))]
     for version in range(2, HEAD + 1):
         at = START + timedelta(seconds=version)
