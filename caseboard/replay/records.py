@@ -1,4 +1,4 @@
-"""Reading recorded commits: from an exported JSONL file or from a stored ledger, decoded in bulk.
+"""Reading recorded commits: from an exported JSONL file or from a stored ledger, a batch at a time.
 
 A recorded incident file holds one commit per line, exactly as ``Commit.model_dump_json(exclude_none=True)``
 writes it (docs/adr/0020-recorded-incident-format.md); there is no header line. Every line passes through
