@@ -6,8 +6,9 @@ from caseboard.domain.errors import UnknownReducer
 from caseboard.reducers.base import Reducer
 from caseboard.reducers.workspace_rules_v1 import REDUCER as V1
 from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
+from caseboard.reducers.workspace_rules_v2 import REDUCER as V2
 
-REDUCERS: dict[str, Reducer[WorkspaceState]] = {V1.name: V1}
+REDUCERS: dict[str, Reducer[WorkspaceState]] = {V1.name: V1, V2.name: V2}
 CURRENT = V1.name
 
 

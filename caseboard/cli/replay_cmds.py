@@ -1,0 +1,146 @@
+"""``export``, ``import``, ``verify``, ``replay``, ``compare``: recorded incidents for auditors and engineers.
+
+``replay``, ``verify`` and ``compare`` of a file open no ledger and no connection: a path that exists is a
+recorded incident file; anything else is a workspace of the configured ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from caseboard.app import App, build_app
+from caseboard.cli.output import emit_document, emit_line
+from caseboard.domain.errors import CaseboardError
+from caseboard.reducers import REDUCERS
+from caseboard.replay.compare import compare, table
+from caseboard.replay.progress import ProgressBar
+from caseboard.replay.rebuild import replay_file, replay_ledger
+from caseboard.replay.transfer import export, import_file
+from caseboard.replay.verify import verify_file, verify_ledger
+from caseboard.settings import Settings
+
+REDUCER_HELP = f"one of {', '.join(REDUCERS)}"
+
+
+def register(commands: Any) -> None:
+    exp = commands.add_parser(
+        "export", help="a workspace's ledger as a recorded incident (JSONL, hash chained)"
+    )
+    exp.add_argument("workspace")
+    exp.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    exp.set_defaults(handler=cmd_export)
+
+    imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
+    imp.add_argument("file")
+    imp.add_argument(
+        "--as", dest="as_workspace", metavar="WORKSPACE", help="import under another workspace id"
+    )
+    imp.set_defaults(handler=cmd_import)
+
+    ver = commands.add_parser(
+        "verify", help="re-compute the hash chain of a workspace or a recorded incident file"
+    )
+    ver.add_argument("target", metavar="WORKSPACE|FILE")
+    ver.add_argument("--format", choices=["text", "json"], default="text")
+    ver.set_defaults(handler=cmd_verify, no_app=True)
+
+    rep = commands.add_parser("replay", help="the projection at version N, rebuilt from the record alone")
+    rep.add_argument("target", metavar="WORKSPACE|FILE")
+    rep.add_argument("--to", type=int, metavar="N", help="the version to rebuild (default: the last)")
+    rep.add_argument("--reducer", choices=sorted(REDUCERS), metavar="V", help=REDUCER_HELP)
+    rep.add_argument("--format", choices=["json", "yaml"], default="json")
+    rep.set_defaults(handler=cmd_replay, no_app=True)
+
+    cmp = commands.add_parser(
+        "compare", help="where two reducers disagree over recorded incidents (exit 1 if any)"
+    )
+    cmp.add_argument(
+        "paths", nargs="+", metavar="PATH", help="recorded incident files or directories of them"
+    )
+    cmp.add_argument("--reducer", action="append", required=True, choices=sorted(REDUCERS), metavar="V",
+                     help=f"give it twice: A then B ({REDUCER_HELP})")  # fmt: skip
+    cmp.add_argument("--format", choices=["table", "json"], default="table")
+    cmp.set_defaults(handler=cmd_compare, no_app=True)
+
+
+def cmd_export(app: App, args: argparse.Namespace) -> int:
+    if args.out is None:
+        export(app.ledger, args.workspace, sys.stdout)
+        return 0
+    out = Path(args.out)
+    try:
+        with out.open("w", encoding="utf-8") as handle:
+            count = export(app.ledger, args.workspace, handle)
+    except OSError as error:
+        raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
+    except CaseboardError:
+        out.unlink(missing_ok=True)
+        raise
+    sys.stderr.write(f"caseboard: exported {count} commits of {args.workspace} to {out}\n")
+    return 0
+
+
+def cmd_import(app: App, args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CaseboardError(f"cannot read {args.file}: no such file")
+    done = import_file(app.ledger, path, args.as_workspace)
+    emit_line({"ok": True, "workspace_id": done.workspace_id, "commits": done.commits,
+               "head_hash": done.head_hash,
+               "source_head_hash": done.source_head_hash, "resealed": done.resealed})  # fmt: skip
+    return 0
+
+
+def cmd_verify(_: None, args: argparse.Namespace) -> int:
+    path = Path(args.target)
+    if path.exists():
+        report = verify_file(path)
+    else:
+        with _workspace_app(args) as app:
+            report = verify_ledger(app.ledger, args.target)
+    if args.format == "json":
+        emit_line(report.to_dict())
+    else:
+        sys.stdout.write(report.line() + "\n")
+    return 0 if report.intact else 1
+
+
+def cmd_replay(_: None, args: argparse.Namespace) -> int:
+    path = Path(args.target)
+    if path.exists():
+        if not path.is_file():
+            raise CaseboardError(f"{path} is a directory; replay takes one recorded incident file")
+        projection = replay_file(path, args.to, args.reducer)
+    else:
+        with _workspace_app(args) as app:
+            projection = replay_ledger(app.ledger, args.target, args.to, args.reducer)
+    emit_document(projection, args.format)
+    return 0
+
+
+def cmd_compare(_: None, args: argparse.Namespace) -> int:
+    if len(args.reducer) != 2:
+        raise CaseboardError(f"compare takes exactly two --reducer options (got {len(args.reducer)})")
+    first, second = args.reducer
+    result = compare(args.paths, first, second, ProgressBar())
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(table(result))
+    return 0 if result.agree else 1
+
+
+@contextmanager
+def _workspace_app(args: argparse.Namespace) -> Iterator[App]:
+    """The configured ledger, opened only when a workspace (not a file) is named."""
+    app = build_app(Settings.from_env(), database_url=args.database_url)
+    try:
+        yield app
+    finally:
+        app.close()

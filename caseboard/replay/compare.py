@@ -1,0 +1,146 @@
+"""Comparing two reducer versions over recorded incidents, version by version.
+
+For every incident and every version, both reducers fold the same commits and render; what an engineer
+evaluates is compared: hypothesis statuses, proposal statuses, the workspace status and the selection.
+A ``Difference`` names the incident, the version, the aspect, the item and both values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from caseboard.domain.commit import Commit
+from caseboard.domain.errors import CaseboardError
+from caseboard.reducers import get_reducer
+from caseboard.replay.records import read_file
+
+ABSENT = "-"
+
+
+@dataclass(frozen=True)
+class Difference:
+    incident: str
+    version: int
+    aspect: str
+    item: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    reducers: tuple[str, str]
+    incidents: int
+    versions: int
+    differences: tuple[Difference, ...]
+
+    @property
+    def agree(self) -> bool:
+        return not self.differences
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reducers": list(self.reducers), "incidents": self.incidents, "versions": self.versions,
+            "agree": self.agree, "differences": [asdict(d) for d in self.differences],
+        }  # fmt: skip
+
+
+def facets(projection: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What is compared, as aspect -> item -> value."""
+    selected = projection["selected_items"]
+    chosen = [
+        *selected["observations"],
+        *selected["derived_summaries"],
+        *(h["id"] for h in selected["hypotheses"]),
+    ]
+    return {
+        "workspace_status": {"workspace": projection["status"]},
+        "hypothesis_status": {h["id"]: h["status"] for h in projection["hypotheses"]},
+        "proposal_status": {p["id"]: p["status"] for p in projection["proposals"]},
+        "selection": {item: "selected" for item in chosen},
+    }
+
+
+def differences(incident: str, version: int, a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
+    left, right = facets(a), facets(b)
+    out = []
+    for aspect, values in left.items():
+        other = right[aspect]
+        for item in sorted(values.keys() | other.keys()):
+            va, vb = values.get(item, ABSENT), other.get(item, ABSENT)
+            if va != vb:
+                out.append(Difference(incident, version, aspect, item, va, vb))
+    return out
+
+
+def compare_commits(
+    incident: str, commits: Iterable[Commit], first: str, second: str
+) -> tuple[int, list[Difference]]:
+    reducer_a, reducer_b = get_reducer(first), get_reducer(second)
+    state_a = state_b = None
+    found: list[Difference] = []
+    versions = 0
+    for commit in commits:
+        state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)
+        state_b = reducer_b.evolve(state_b or reducer_b.initial(commit.workspace_id), commit)
+        found.extend(
+            differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b))
+        )
+        versions += 1
+    return versions, found
+
+
+def incident_files(paths: Iterable[str]) -> list[Path]:
+    """Recorded incidents named directly, or every ``*.jsonl`` directly inside a named directory."""
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            if not found:
+                raise CaseboardError(f"{path}: no recorded incidents (*.jsonl) in this directory")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CaseboardError(f"{name}: no such file or directory")
+    return files
+
+
+def compare(
+    paths: Iterable[str], first: str, second: str, progress: Callable[[int, int, str], None] | None = None
+) -> Comparison:
+    get_reducer(first), get_reducer(second)  # unknown names fail before any work
+    files = incident_files(paths)
+    total_versions = 0
+    found: list[Difference] = []
+    for index, path in enumerate(files):
+        if progress is not None:
+            progress(index, len(files), path.name)
+        versions, diffs = compare_commits(path.stem, read_file(path), first, second)
+        total_versions += versions
+        found.extend(diffs)
+    if progress is not None:
+        progress(len(files), len(files), "")
+    return Comparison((first, second), len(files), total_versions, tuple(found))
+
+
+def table(comparison: Comparison) -> str:
+    a, b = comparison.reducers
+    summary = f"{comparison.incidents} incidents, {comparison.versions} versions: " + (
+        "the reducers agree" if comparison.agree else f"{len(comparison.differences)} differences"
+    )
+    if comparison.agree:
+        return summary + "\n"
+    header = ("INCIDENT", "VERSION", "ASPECT", "ITEM", a, b)
+    rows = [header] + [
+        (d.incident, str(d.version), d.aspect, d.item, d.a, d.b) for d in comparison.differences
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join([*lines, "", summary]) + "\n"

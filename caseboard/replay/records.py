@@ -1,0 +1,163 @@
+"""Reading recorded commits: from an exported JSONL file or from a stored ledger, a batch at a time.
+
+A recorded incident file holds one commit per line, exactly as ``Commit.model_dump_json(exclude_none=True)``
+writes it (docs/adr/0020-recorded-incident-format.md); there is no header line. Every line passes through
+the upcaster, so a file or a row of an older schema version still reads as a current ``Commit``.
+
+Decoding is the cost of replay: each row is validated straight from its bytes by pydantic's JSON parser;
+only a row that fails (an older schema version) falls back to ``json.loads`` + upcast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg.sql import SQL, Identifier
+from pydantic import ValidationError
+
+from caseboard.domain.commit import COMMIT_TOPIC, Commit
+from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.ledger.base import EventsourcingLedger
+from caseboard.ledger.postgres import LedgerRecorder
+from caseboard.ledger.upcast import upcast_commit
+
+BATCH = 5000
+
+
+class UnreadableRecord(CaseboardError):
+    """A line or row that is not a commit of any known schema version."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: not a readable commit ({problem})")
+        self.where = where
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One stored commit before decoding: where it sits (line or row version) and its bytes."""
+
+    position: int
+    data: bytes
+    source: str
+    keyed: bool = False
+    """True for a stored row, whose ``position`` is its version key in the store."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} row {self.position}" if self.keyed else f"{self.source}:{self.position}"
+
+
+def decode_one(record: RawRecord) -> Commit:
+    try:
+        data = json.loads(record.data)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return Commit.model_validate(upcast_commit(data))
+    except (ValueError, ValidationError) as error:
+        raise UnreadableRecord(record.where, _short(error)) from None
+
+
+def decode_batch(records: Sequence[RawRecord]) -> list[Commit]:
+    """Commits of a batch: each parsed and validated by pydantic's JSON parser in one step (no ``json.loads``
+    and no intermediate dicts); only a record of an older shape goes through ``json.loads`` and upcasting."""
+    out = []
+    validate = Commit.model_validate_json
+    for record in records:
+        try:
+            out.append(validate(record.data))
+        except ValidationError:
+            out.append(decode_one(record))
+    return out
+
+
+def file_records(path: Path) -> Iterator[RawRecord]:
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    yield RawRecord(number, line.rstrip(b"\r\n"), str(path))
+    except OSError as error:
+        raise CaseboardError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def ledger_records(
+    ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None, batch: int = BATCH
+) -> Iterator[list[RawRecord]]:
+    """The stored rows of a workspace in version order, a batch at a time, undecoded."""
+    if isinstance(ledger.events, LedgerRecorder):
+        yield from _postgres_rows(ledger.events, workspace_id, upto, batch)
+        return
+    after = 0
+    while True:
+        rows = ledger.events.select_events(workspace_id, gt=after, lte=upto, limit=batch)
+        out = []
+        for row in rows:
+            if row.topic != COMMIT_TOPIC:
+                raise UnreadableRecord(f"{workspace_id} row {row.originator_version}", f"topic {row.topic!r}")
+            out.append(RawRecord(row.originator_version, bytes(row.state), workspace_id, keyed=True))
+        if out:
+            yield out
+        if len(rows) < batch:
+            return
+        after = rows[-1].originator_version
+
+
+def _postgres_rows(
+    recorder: LedgerRecorder, workspace_id: str, upto: int | None, batch: int
+) -> Iterator[list[RawRecord]]:
+    """Rows selected directly (version and bytes only), skipping the generic recorder's per-row objects."""
+    query = SQL(
+        "SELECT originator_version, topic, state FROM {schema}.{table} WHERE originator_id = %s "
+        "AND originator_version > %s AND originator_version <= %s ORDER BY originator_version LIMIT %s"
+    ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+    after, last = 0, upto if upto is not None else 2**62
+    while True:
+        try:
+            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+                rows = cursor.execute(query, (workspace_id, after, last, batch)).fetchall()
+        except psycopg.Error as error:
+            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
+        out = []
+        for version, topic, state in rows:
+            if topic != COMMIT_TOPIC:
+                raise UnreadableRecord(f"{workspace_id} row {version}", f"topic {topic!r}")
+            out.append(RawRecord(version, state, workspace_id, keyed=True))
+        if out:
+            yield out
+        if len(rows) < batch:
+            return
+        after = rows[-1][0]
+
+
+def read_file(path: Path) -> Iterator[Commit]:
+    """The commits of a recorded incident file, in line order (a consumer may stop early)."""
+    pending: list[RawRecord] = []
+    for record in file_records(path):
+        pending.append(record)
+        if len(pending) >= BATCH:
+            yield from decode_batch(pending)
+            pending = []
+    yield from decode_batch(pending)
+
+
+def read_ledger(ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None) -> Iterator[Commit]:
+    validate = Commit.model_validate_json
+    for batch in ledger_records(ledger, workspace_id, upto):
+        for record in batch:
+            try:
+                yield validate(record.data)
+            except ValidationError:
+                yield decode_one(record)
+
+
+def _short(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return str(error).splitlines()[0]

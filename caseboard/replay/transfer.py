@@ -1,0 +1,103 @@
+"""Export and import of recorded incidents (docs/adr/0020-recorded-incident-format.md).
+
+Export writes the ledger's commits as they are stored, one JSON object per line, no header: each line is
+verifiable on its own (its ``hash``) and with its neighbour (``previous_hash``).
+
+Import verifies the whole file first and refuses a broken chain, naming the first bad version, before it
+writes anything. It refuses a target workspace that already exists. It then appends each commit as
+recorded, through the ledger: the decisions in a recorded incident are its history, never decided again.
+
+``--as WORKSPACE`` renames the incident. The workspace id is inside each commit's hash, so a renamed
+incident cannot keep its hashes: the chain is verified as recorded, then every commit is re-sealed under
+the new id (``previous_hash`` and ``hash`` recomputed in order). The import reports the source's head hash
+next to the new one, so that the renamed copy can be tied back to the file it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from pydantic import TypeAdapter, ValidationError
+
+from caseboard.domain.commit import Commit
+from caseboard.domain.errors import CaseboardError, UnknownWorkspace
+from caseboard.domain.items import Id
+from caseboard.ledger.base import EventsourcingLedger
+from caseboard.replay.records import decode_batch, file_records, read_ledger
+from caseboard.replay.verify import ChainReport, verify_records
+
+_ID: TypeAdapter[str] = TypeAdapter(Id)
+
+
+class ImportRefused(CaseboardError):
+    """A recorded incident that will not be imported; nothing was written."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    workspace_id: str
+    commits: int
+    source_head_hash: str | None
+    head_hash: str | None
+    resealed: bool
+
+
+def export_lines(ledger: EventsourcingLedger, workspace_id: str) -> Iterator[str]:
+    if ledger.head(workspace_id) == 0:
+        raise UnknownWorkspace(workspace_id)
+    for commit in read_ledger(ledger, workspace_id):
+        yield commit.model_dump_json(exclude_none=True)
+
+
+def export(ledger: EventsourcingLedger, workspace_id: str, out: IO[str]) -> int:
+    count = 0
+    for line in export_lines(ledger, workspace_id):
+        out.write(line + "\n")
+        count += 1
+    return count
+
+
+def renamed(commits: Iterator[Commit], workspace_id: str) -> Iterator[Commit]:
+    """The same commits under another workspace id, re-sealed in order into a new chain."""
+    previous: str | None = None
+    for commit in commits:
+        sealed = commit.model_copy(
+            update={"workspace_id": workspace_id, "previous_hash": previous, "hash": None}
+        ).sealed()
+        previous = sealed.hash
+        yield sealed
+
+
+def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | None = None) -> Imported:
+    records = list(file_records(path))  # read once: what is appended is exactly what was verified
+    report: ChainReport = verify_records(records, str(path))
+    if report.problem is not None:
+        raise ImportRefused(
+            f"{path} is not an intact recorded incident: version {report.problem.version} is "
+            f"{report.problem.kind} ({report.problem.detail}); nothing was imported"
+        )
+    source_id = report.workspace_id or ""
+    target = workspace_id or source_id
+    try:
+        _ID.validate_python(target)
+    except ValidationError:
+        raise ImportRefused(
+            f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)"
+        ) from None
+    if ledger.head(target) != 0:
+        raise ImportRefused(
+            f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID"
+        )
+    commits: Iterator[Commit] = iter(decode_batch(records))
+    if target != source_id:
+        commits = renamed(commits, target)
+    head: str | None = None
+    count = 0
+    for commit in commits:
+        ledger.append(commit)
+        head = commit.hash
+        count += 1
+    return Imported(target, count, report.head_hash, head, target != source_id)

@@ -1,0 +1,163 @@
+"""Verifying a recorded chain: every commit's hash, every link, and the order of versions.
+
+A chain is intact when, reading in order, the n-th record is version n of one workspace, its ``hash`` is
+the SHA-256 of its canonical content (``Commit.content_hash``), and its ``previous_hash`` is the hash of
+the record before it. The first record that fails is reported with what failed:
+
+- ``altered``: the content no longer matches its own hash (an UPDATE of a row, an edited line);
+- ``unsealed``: a record without a hash (written before the chain existed, or stripped);
+- ``broken_link``: the record is intact but does not follow the one before (that one was re-sealed
+  after an edit, or this one was);
+- ``missing``: a version is absent (a deleted row or line); ``out_of_order``: a version is in the wrong place
+  (reordered lines, swapped rows); ``foreign``: a record of another workspace; ``unreadable``: not a commit.
+
+What a chain cannot prove on its own: that the head was not re-sealed or truncated. ``verify`` prints the
+head hash; compare it with one published elsewhere (docs/adr/0021-verify-and-tamper-evidence.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caseboard.domain.commit import Commit
+from caseboard.domain.errors import UnknownWorkspace
+from caseboard.ledger.base import EventsourcingLedger
+from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
+
+
+@dataclass(frozen=True)
+class Problem:
+    version: int
+    kind: str
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first_bad_version": self.version, "kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    source: str
+    workspace_id: str | None
+    commits: int
+    head_hash: str | None
+    problem: Problem | None
+
+    @property
+    def intact(self) -> bool:
+        return self.problem is None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source": self.source, "workspace_id": self.workspace_id, "intact": self.intact,
+            "commits": self.commits, "head_hash": self.head_hash,
+        }  # fmt: skip
+        if self.problem is not None:
+            out.update(self.problem.to_dict())
+        return out
+
+    def line(self) -> str:
+        if self.problem is None:
+            intact = f"intact, {self.commits} commits of {self.workspace_id}"
+            return f"{self.source}: {intact}, head hash {self.head_hash}"
+        problem = self.problem
+        return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
+
+
+class ChainChecker:
+    """Takes records in their stored order and stops at the first problem."""
+
+    def __init__(self, source: str, workspace_id: str | None = None) -> None:
+        self.source = source
+        self.workspace_id = workspace_id
+        self.expected = 1
+        self.previous_hash: str | None = None
+        self.problem: Problem | None = None
+
+    def feed(self, record: RawRecord, present: set[int] | None = None) -> bool:
+        """Check the next record; False once the chain is broken. ``present`` (the versions found anywhere in
+        a file) tells a missing version from a misplaced one."""
+        if self.problem is not None:
+            return False
+        if record.keyed and record.position != self.expected:
+            return self._fail(
+                "missing", f"version {self.expected} is absent: the next stored row is {record.position}"
+            )
+        try:
+            commit = decode_one(record)
+        except UnreadableRecord as error:
+            return self._fail("unreadable", str(error))
+        return self._check(commit, record.where, present)
+
+    def report(self) -> ChainReport:
+        return ChainReport(
+            self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem
+        )
+
+    def _check(self, commit: Commit, where: str, present: set[int] | None) -> bool:
+        if self.workspace_id is None:
+            self.workspace_id = commit.workspace_id
+        if commit.workspace_id != self.workspace_id:
+            return self._fail(
+                "foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}"
+            )
+        if commit.version != self.expected:
+            if present is not None and self.expected not in present:
+                return self._fail(
+                    "missing", f"version {self.expected} is absent; {where} holds version {commit.version}"
+                )
+            return self._fail(
+                "out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs"
+            )
+        if commit.hash is None:
+            return self._fail("unsealed", f"{where} carries no hash (written before the chain, or stripped)")
+        if commit.content_hash() != commit.hash:
+            return self._fail("altered", f"{where}: its content does not match its recorded hash")
+        if commit.previous_hash != self.previous_hash:
+            return self._fail(
+                "broken_link",
+                f"{where} does not follow version {self.expected - 1} (previous_hash {commit.previous_hash}, "
+                f"expected {self.previous_hash}): version {self.expected - 1} was altered and re-sealed",
+                version=self.expected - 1,
+            )
+        self.previous_hash = commit.hash
+        self.expected += 1
+        return True
+
+    def _fail(self, kind: str, detail: str, version: int | None = None) -> bool:
+        self.problem = Problem(max(version if version is not None else self.expected, 1), kind, detail)
+        return False
+
+
+def verify_file(path: Path) -> ChainReport:
+    return verify_records(list(file_records(path)), str(path))
+
+
+def verify_records(records: list[RawRecord], source: str) -> ChainReport:
+    """The chain of a file's records, read in full (to tell a missing version from a misplaced one)."""
+    present = set()
+    for record in records:
+        try:
+            present.add(decode_one(record).version)
+        except UnreadableRecord:
+            continue
+    checker = ChainChecker(source)
+    for record in records:
+        if not checker.feed(record, present):
+            break
+    if not records:
+        checker.problem = Problem(1, "missing", f"{source} holds no commits")
+    return checker.report()
+
+
+def verify_ledger(ledger: EventsourcingLedger, workspace_id: str) -> ChainReport:
+    checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
+    for batch in ledger_records(ledger, workspace_id):
+        for record in batch:
+            if not checker.feed(record):
+                return checker.report()
+    if checker.expected == 1:
+        raise UnknownWorkspace(workspace_id)
+    return checker.report()

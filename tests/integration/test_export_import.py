@@ -1,0 +1,107 @@
+"""export and import on SQLite and PostgreSQL: byte-identical round trips, --as re-sealing, refusals."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from caseboard.cli.main import main
+from caseboard.ledger import EventsourcingLedger, open_ledger
+from caseboard.replay.rebuild import replay_file, replay_ledger
+from caseboard.replay.transfer import ImportRefused, export, import_file
+from caseboard.replay.verify import verify_ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/ledger.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def target(store: str) -> EventsourcingLedger:
+    ledger = open_ledger(store)
+    yield ledger  # type: ignore[misc]
+    ledger.close()
+
+
+def exported(ledger: EventsourcingLedger, workspace_id: str) -> str:
+    out = io.StringIO()
+    export(ledger, workspace_id, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("path", sorted(CORPUS.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_import_then_export_gives_back_the_same_bytes(target: EventsourcingLedger, path: Path) -> None:
+    done = import_file(target, path)
+    assert exported(target, done.workspace_id) == path.read_text()
+    assert verify_ledger(target, done.workspace_id).intact
+    assert done.head_hash == done.source_head_hash and not done.resealed
+
+
+def test_import_as_another_workspace_reseals_a_chain_that_verifies(target: EventsourcingLedger) -> None:
+    path = CORPUS / "incident-042.jsonl"
+    done = import_file(target, path, "incident-042-copy")
+    report = verify_ledger(target, "incident-042-copy")
+    assert report.intact and report.head_hash == done.head_hash
+    assert done.resealed and done.head_hash != done.source_head_hash
+    for version in (1, 18, 19, 20):
+        renamed = replay_ledger(target, "incident-042-copy", version)
+        original = replay_file(path, version)
+        assert renamed == {**original, "workspace_id": "incident-042-copy"}
+
+
+def test_import_refuses_an_existing_workspace_and_changes_nothing(target: EventsourcingLedger) -> None:
+    path = CORPUS / "scope-change-051.jsonl"
+    import_file(target, path)
+    with pytest.raises(ImportRefused, match="already exists"):
+        import_file(target, path)
+    assert target.head("scope-change-051") == 9
+
+
+def test_import_refuses_a_tampered_file_naming_the_version_and_writes_nothing(
+    target: EventsourcingLedger, tmp_path: Path
+) -> None:
+    lines = (CORPUS / "incident-042.jsonl").read_text().splitlines()
+    lines[13] = lines[13].replace('"cycles_left":4', '"cycles_left":40')
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ImportRefused, match="version 14 is altered"):
+        import_file(target, tampered)
+    with pytest.raises(ImportRefused, match="version 14 is altered"):
+        import_file(target, tampered, "somewhere-else")
+    assert target.head("incident-042") == 0 and target.head("somewhere-else") == 0
+
+
+def test_cli_export_and_import_round_trip_between_two_ledgers(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CASEBOARD_LOG_LEVEL", "warning")
+    assert main(["--database-url", store, "import", str(CORPUS / "late-arrival-017.jsonl")]) == 0
+    assert '"commits":8' in capsys.readouterr().out
+    out = tmp_path / "out.jsonl"
+    assert main(["--database-url", store, "export", "late-arrival-017", "--out", str(out)]) == 0
+    assert out.read_text() == (CORPUS / "late-arrival-017.jsonl").read_text()
+    assert (
+        main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")])
+        == 2
+    )
+    assert "unknown workspace 'no-such-workspace'" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()
+    assert main(["--database-url", store, "import", str(out), "--as", "bad id!"]) == 2
+    assert "--as 'bad id!'" in capsys.readouterr().err

@@ -1,0 +1,111 @@
+"""verify over recorded incident files: each kind of tampering is caught at the first bad version."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from caseboard.cli.main import main
+from caseboard.domain.commit import Commit
+from caseboard.replay.verify import verify_file
+
+ROOT = Path(__file__).resolve().parents[2]
+INCIDENT = ROOT / "corpus" / "incident-042.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
+
+
+def lines() -> list[str]:
+    return INCIDENT.read_text().splitlines()
+
+
+def write(tmp_path: Path, content: list[str]) -> Path:
+    path = tmp_path / "incident.jsonl"
+    path.write_text("\n".join(content) + "\n")
+    return path
+
+
+def edited(line: str, **changes: object) -> str:
+    data = json.loads(line)
+    data.update(changes)
+    return json.dumps(data)
+
+
+def test_every_corpus_incident_is_intact() -> None:
+    for path in sorted((ROOT / "corpus").glob("*.jsonl")):
+        report = verify_file(path)
+        assert report.intact, report.line()
+        assert report.head_hash == json.loads(path.read_text().splitlines()[-1])["hash"]
+
+
+def test_an_edited_line_is_reported_as_altered_at_its_version(tmp_path: Path) -> None:
+    content = lines()
+    content[9] = content[9].replace("No latency or saturation anomaly", "Latency anomaly")
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (10, "altered")
+
+
+def test_an_edited_and_resealed_line_is_caught_by_the_next_link(tmp_path: Path) -> None:
+    content = lines()
+    commit = Commit.model_validate_json(content[9])
+    forged = commit.model_copy(update={"at": commit.at.replace(second=59), "hash": None}).sealed()
+    content[9] = forged.model_dump_json(exclude_none=True)
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (10, "broken_link")
+
+
+def test_a_deleted_line_is_reported_as_the_missing_version(tmp_path: Path) -> None:
+    content = lines()
+    del content[6]
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (7, "missing")
+
+
+def test_reordered_lines_are_reported_at_the_first_misplaced_version(tmp_path: Path) -> None:
+    content = lines()
+    content[11], content[12] = content[12], content[11]
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (12, "out_of_order")
+
+
+def test_a_renumbered_line_is_altered_even_when_the_order_looks_right(tmp_path: Path) -> None:
+    content = lines()
+    content[3] = edited(content[3], version=4)
+    content[4] = edited(content[4], version=4)
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert report.problem.version == 5
+
+
+def test_an_unreadable_line_is_reported_with_its_place(tmp_path: Path) -> None:
+    content = lines()
+    content[2] = content[2][:40]
+    report = verify_file(write(tmp_path, content))
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (3, "unreadable")
+
+
+def test_cli_verify_exits_1_on_tampering_and_prints_json_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(INCIDENT)]) == 0
+    assert "intact, 20 commits of incident-042" in capsys.readouterr().out
+    content = lines()
+    del content[-1]
+    content[0] = content[0].replace("tenant-a", "tenant-b")
+    assert main(["verify", str(write(tmp_path, content)), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["intact"], report["first_bad_version"], report["kind"]) == (False, 1, "altered")
