@@ -40,6 +40,7 @@ class Snapshot:
 
 class Ledger(Protocol):
     def append(self, commit: Commit) -> None: ...
+    def append_many(self, commits: Sequence[Commit]) -> None: ...
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]: ...
     def iter_commits(
         self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
@@ -78,6 +79,15 @@ class EventsourcingLedger:
             raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
         except PersistenceError as error:
             raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
+
+    def append_many(self, commits: Sequence[Commit]) -> None:
+        """Several commits in one transaction: all land or none does (imports)."""
+        try:
+            self.events.insert_events([encode_commit(commit) for commit in commits])
+        except IntegrityError as error:
+            raise VersionTaken(f"{commits[0].workspace_id}: a version of the import is taken") from error
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the ledger refused the commits: {error}") from error
 
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]:
         return [decode_commit(s) for s in self._select(workspace_id, gt=after, lte=upto)]

@@ -48,20 +48,21 @@ class LedgerRecorder(PostgresApplicationRecorder):
         ).format(schema=schema, table=table)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        if len(stored_events) != 1:
-            return super().insert_events(stored_events, **kwargs)
-        event = stored_events[0]
+        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
         with self.datastore.get_connection() as conn:
             if self._append_sql is None:  # render once: a composed query would be rendered on every call
                 self._append_sql = self.append_statement.as_string(conn)
-            row = conn.execute(
-                self._append_sql,  # type: ignore[arg-type]
-                (event.originator_id, event.originator_version, event.topic, event.state),
-                prepare=True,
-            ).fetchone()
-        assert row is not None
-        return [row["notification_id"]]
-
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        # Several commits in one transaction (imports): no table lock, ordering comes from ``tx``.
-        super(PostgresApplicationRecorder, self)._insert_stored_events(curs, stored_events, **kwargs)
+            if len(rows) == 1:
+                row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()  # type: ignore[call-overload]
+                assert row is not None
+                return [int(row["notification_id"])]
+            ids: list[int] = []
+            with conn.transaction(), conn.cursor() as cursor:  # several commits (an import): all or none
+                cursor.executemany(self._append_sql, rows, returning=True)  # type: ignore[arg-type]
+                while True:
+                    fetched = cursor.fetchone()
+                    assert fetched is not None
+                    ids.append(int(fetched["notification_id"]))
+                    if not cursor.nextset():
+                        break
+            return ids

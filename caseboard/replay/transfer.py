@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.items import Id
-from caseboard.ledger.base import EventsourcingLedger
+from caseboard.ledger.base import EventsourcingLedger, VersionTaken
 from caseboard.replay.records import decode_batch, file_records, read_ledger
 from caseboard.replay.verify import ChainReport, verify_records
 
@@ -94,10 +94,10 @@ def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | Non
     commits: Iterator[Commit] = iter(decode_batch(records))
     if target != source_id:
         commits = renamed(commits, target)
-    head: str | None = None
-    count = 0
-    for commit in commits:
-        ledger.append(commit)
-        head = commit.hash
-        count += 1
-    return Imported(target, count, report.head_hash, head, target != source_id)
+    recorded = list(commits)
+    try:
+        ledger.append_many(recorded)
+    except VersionTaken:
+        raise ImportRefused(f"workspace {target!r} was created while importing; nothing was imported") from None
+    head = recorded[-1].hash if recorded else None
+    return Imported(target, len(recorded), report.head_hash, head, target != source_id)

@@ -10,10 +10,12 @@ import pytest
 import structlog
 
 from caseboard.cli.main import main
+from caseboard.coordinator import Coordinator
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.replay.rebuild import replay_file, replay_ledger
 from caseboard.replay.transfer import ImportRefused, export, import_file
 from caseboard.replay.verify import verify_ledger
+from tests.conftest import play, scenario_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
@@ -105,3 +107,22 @@ def test_cli_export_and_import_round_trip_between_two_ledgers(
     assert not (tmp_path / "x.jsonl").exists()
     assert main(["--database-url", store, "import", str(out), "--as", "bad id!"]) == 2
     assert "--as 'bad id!'" in capsys.readouterr().err
+
+
+def test_an_import_that_collides_with_a_concurrent_writer_writes_nothing(tmp_path: Path, ledger_url: str) -> None:
+    """All commits of an import land in one transaction: a taken version rolls every one of them back."""
+    from caseboard.domain.commit import Commit
+    from caseboard.ledger import VersionTaken, open_ledger
+
+    source = open_ledger("memory://")
+    play(Coordinator(source, trust_timestamps=True), scenario_lines())
+    commits = source.read("incident-042")
+    target = open_ledger(ledger_url)
+    try:
+        target.append(commits[4])  # another writer got version 5 first
+        with pytest.raises(VersionTaken):
+            target.append_many(commits)
+        assert [c.version for c in target.read("incident-042")] == [5]
+        assert isinstance(commits[0], Commit)
+    finally:
+        target.close()
