@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
+
+import structlog
 
 from caseboard.app import App
 from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
 from caseboard.reducers import REDUCERS
+
+logger = structlog.get_logger("caseboard.cli")
 
 
 def register(commands: Any) -> None:
@@ -73,14 +77,17 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
 def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
     try:
         contribution = parse_contribution(_with_workspace(line, workspace_id))
-    except Refused as refusal:
+        if contribution.workspace_id != workspace_id:
+            raise Refused(
+                Reason.INVALID,
+                f"workspace_id: the contribution names {contribution.workspace_id!r} "
+                f"but is submitted to {workspace_id!r}",
+                field="workspace_id",
+            )
+    except Refused as refusal:  # refused before reaching the coordinator: logged here as it would be there
+        logger.info("contribution_refused", workspace_id=workspace_id, reason=refusal.reason.value,
+                    field=refusal.field)  # fmt: skip
         return refusal.to_outcome()
-    if contribution.workspace_id != workspace_id:
-        return Refused(
-            Reason.INVALID,
-            f"workspace_id: the contribution names {contribution.workspace_id!r} but is submitted to {workspace_id!r}",
-            field="workspace_id",
-        ).to_outcome()
     result: dict[str, Any] = coordinator.submit(contribution)
     return result
 
