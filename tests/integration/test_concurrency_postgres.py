@@ -6,6 +6,7 @@ in their name use real OS processes started with "spawn". Every race is released
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import traceback
@@ -22,6 +23,7 @@ from caseboard.domain.items import Observation
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.logs import configure_logging
 from caseboard.projections import Workspaces
+from caseboard.reducers import get_reducer
 from tests.conftest import contribution
 
 WRITERS = 8
@@ -61,9 +63,9 @@ class Writer:
     coordinator: Coordinator
 
     @classmethod
-    def open(cls, url: str, workspace_id: str | None = None) -> Writer:
+    def open(cls, url: str, workspace_id: str | None = None, snapshot_min: int = 1000) -> Writer:
         ledger = open_ledger(url, pool_size=1)
-        coordinator = Coordinator(ledger)
+        coordinator = Coordinator(ledger, Workspaces(ledger, snapshot_min=snapshot_min))
         if workspace_id is not None:  # load the cache now, so that the race is decided by the store
             with coordinator.workspaces.lock(workspace_id):
                 coordinator.workspaces.current(workspace_id)
@@ -85,9 +87,14 @@ def writers() -> Iterator[list[Writer]]:
 
 
 def fresh_fold(url: str, workspace_id: str) -> dict[str, Any]:
+    """The projection folded from version 1, without cache or snapshot; checked against a cold load."""
     ledger = open_ledger(url, pool_size=1)
     try:
-        return Workspaces(ledger).show(workspace_id)
+        reducer = get_reducer()
+        state = reducer.fold(reducer.initial(workspace_id), ledger.iter_commits(workspace_id))
+        folded = reducer.render(state)
+        assert Workspaces(ledger).show(workspace_id) == folded  # a cold load starts from the latest snapshot
+        return folded
     finally:
         ledger.close()
 
@@ -164,12 +171,13 @@ def test_eight_writers_with_the_same_expected_version_give_one_commit_and_seven_
     assert all(w.cached_projection("ws-cas") == fresh_fold(postgres_url, "ws-cas") for w in writers)
 
 
+@pytest.mark.parametrize("snapshot_min", [1000, 7], ids=["rare-snapshots", "frequent-snapshots"])
 def test_eight_unconditional_writers_of_fifty_contributions_all_land_with_contiguous_versions(
-    postgres_url: str, writers: list[Writer]
+    postgres_url: str, writers: list[Writer], snapshot_min: int
 ) -> None:
     count = 50
     open_workspace(postgres_url, "ws-busy")
-    writers.extend(Writer.open(postgres_url, "ws-busy") for _ in range(WRITERS))
+    writers.extend(Writer.open(postgres_url, "ws-busy", snapshot_min) for _ in range(WRITERS))
     barrier = threading.Barrier(WRITERS)
 
     def write(index: int) -> list[dict[str, Any]]:
@@ -183,6 +191,25 @@ def test_eight_unconditional_writers_of_fifty_contributions_all_land_with_contig
     fresh = fresh_fold(postgres_url, "ws-busy")
     for writer in writers:
         assert writer.cached_projection("ws-busy") == fresh
+
+
+def test_eight_writers_retrying_one_idempotency_key_get_one_commit_and_the_same_outcome(
+    postgres_url: str, writers: list[Writer]
+) -> None:
+    open_workspace(postgres_url, "ws-retry")
+    writers.extend(Writer.open(postgres_url, "ws-retry") for _ in range(WRITERS))
+    barrier = threading.Barrier(WRITERS)
+
+    def retry(index: int) -> dict[str, Any]:
+        same = observation("ws-retry", "obs-once", "specialist-1", idempotency_key="specialist-1/obs-once")
+        barrier.wait(timeout=TIMEOUT)
+        return writers[index].coordinator.submit(same)
+
+    outcomes = in_threads(retry)
+    assert all(o["ok"] and o["workspace_version"] == 2 for o in outcomes), outcomes
+    assert sum(1 for o in outcomes if not o.get("idempotent_replay")) == 1
+    assert len({json.dumps(o["items"], sort_keys=True) for o in outcomes}) == 1
+    assert writers[0].ledger.head("ws-retry") == 2
 
 
 def test_writers_on_eight_workspaces_at_once_each_get_contiguous_versions(
