@@ -95,6 +95,9 @@ def assert_zombie_is_fenced(zombie: Side, others: Side, postgres_url: str) -> No
     assert refused["reason"] == "fenced"
     assert refused["field"] == "items[0].generation"
     assert refused["current_generation"] == 2
+    renew = {"type": "work_renew", "request_id": REQUEST, "generation": 1, "lease_s": 300}
+    renewed = zombie.submit("specialist-a", "specialist", [renew], expected_version=head)
+    assert (renewed["ok"], renewed["reason"]) == (False, "fenced"), renewed
     assert zombie.ledger.head(WS) == head
     assert not any("obs-from-zombie" in commit.model_dump_json() for commit in zombie.ledger.read(WS))
     fresh = open_ledger(postgres_url, pool_size=1)
