@@ -186,6 +186,25 @@ def test_submit_answers_every_line_in_order_and_exits_one_when_any_was_refused(t
     assert "Traceback" not in done.stderr
 
 
+def test_a_line_that_is_not_utf8_is_refused_alone_and_standard_input_is_read_like_a_file(
+    tmp_path: Path,
+) -> None:
+    lines = [line.encode() for line in scenario_lines()[:2]]
+    data = lines[0] + b"\n" + b'{"workspace_id": "incident-042", "author": "\xff"}\n' + lines[1] + b"\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "caseboard", "submit", WS, "--file", "-", "--trust-timestamps"],
+        input=data, capture_output=True, timeout=120, check=False,
+        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db"},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert b"Traceback" not in done.stderr
+    outcomes = jsonl(done.stdout.decode())
+    assert [(o["ok"], o.get("workspace_version"), o.get("reason")) for o in outcomes] == [
+        (True, 1, None), (False, None, "invalid"), (True, 2, None),
+    ]  # fmt: skip
+    assert "UTF-8" in outcomes[1]["message"]
+
+
 def assert_one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode != 0
     assert "Traceback" not in done.stdout + done.stderr
