@@ -186,15 +186,18 @@ def test_submit_answers_every_line_in_order_and_exits_one_when_any_was_refused(t
     assert "Traceback" not in done.stderr
 
 
-def test_a_line_that_is_not_utf8_is_refused_alone_and_standard_input_is_read_like_a_file(
-    tmp_path: Path,
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_line_that_is_not_utf8_is_refused_alone_and_the_lines_after_it_are_answered(
+    tmp_path: Path, source: str
 ) -> None:
     lines = [line.encode() for line in scenario_lines()[:2]]
     data = lines[0] + b"\n" + b'{"workspace_id": "incident-042", "author": "\xff"}\n' + lines[1] + b"\n"
+    (tmp_path / "input.jsonl").write_bytes(data)
     done = subprocess.run(
-        [sys.executable, "-m", "caseboard", "submit", WS, "--file", "-", "--trust-timestamps"],
-        input=data, capture_output=True, timeout=120, check=False,
-        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db"},
+        [sys.executable, "-m", "caseboard", "submit", WS, "--trust-timestamps",
+         "--file", str(tmp_path / "input.jsonl") if source == "file" else "-"],
+        input=data if source == "stdin" else None, capture_output=True, timeout=120, check=False,
+        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db", "LC_ALL": "C.UTF-8"},
     )  # fmt: skip
     assert done.returncode == 1
     assert b"Traceback" not in done.stderr
