@@ -77,16 +77,26 @@ def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
     )  # fmt: skip
     try:
         with psycopg.connect(**conninfo, autocommit=True, connect_timeout=5) as conn:  # type: ignore[arg-type]
+            if _tables_exist(conn, schema):  # no DDL: a role that may only read can open the ledger
+                return _postgres_recorders(conninfo, schema, pool_size, create=False)
             # Processes opening a fresh schema at once race in the catalog ("tuple concurrently updated",
             # duplicate types): the first one creates the schema and tables, the others wait for it.
             conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
-            return _postgres_recorders(conninfo, schema, pool_size)
+            return _postgres_recorders(conninfo, schema, pool_size, create=True)
     except psycopg.Error as error:
         raise LedgerUnavailable(f"cannot reach PostgreSQL at {parts.hostname}:{port}: {error}") from error
 
 
-def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int) -> EventsourcingLedger:
+def _tables_exist(conn: Any, schema: str) -> bool:
+    names = [f'"{schema}".{table}' for table in (COMMITS_TABLE, SNAPSHOTS_TABLE, f"{COMMITS_TABLE}_tx_idx")]
+    row = conn.execute("SELECT count(to_regclass(name)) FROM unnest(%s::text[]) AS name", (names,)).fetchone()
+    return bool(row[0] == len(names))
+
+
+def _postgres_recorders(
+    conninfo: dict[str, Any], schema: str, pool_size: int, *, create: bool
+) -> EventsourcingLedger:
     from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 
     from caseboard.ledger.postgres import LedgerRecorder
@@ -98,8 +108,9 @@ def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int) -
     try:
         events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
         snapshots = PostgresAggregateRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
-        events.create_table()
-        snapshots.create_table()
+        if create:
+            events.create_table()
+            snapshots.create_table()
     except Exception as error:
         datastore.close()
         raise LedgerUnavailable(f"cannot prepare the ledger in schema {schema!r}: {error}") from error
