@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse, urlunparse
 
 import pytest
 import yaml
@@ -285,6 +286,33 @@ def test_reading_a_postgres_schema_that_does_not_exist_yet_says_the_workspace_is
     first = write_lines(tmp_path / "1.jsonl", scenario_lines()[:1])
     assert caseboard("submit", WS, "--file", first, url=postgres_url).returncode == 0
     assert caseboard(command, WS, url=postgres_url).returncode == 0
+
+
+def test_a_role_that_may_only_read_can_show_log_and_timeline(
+    postgres_available: str, postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    first = write_lines(tmp_path / "1-3.jsonl", scenario_lines()[:3])
+    assert caseboard("submit", WS, "--file", first, "--trust-timestamps", url=postgres_url).returncode == 0
+    role, schema = f"reader_{uuid.uuid4().hex[:10]}", parse_qs(urlparse(postgres_url).query)["schema"][0]
+    with psycopg.connect(postgres_available, autocommit=True) as conn:
+        try:
+            conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        except psycopg.errors.InsufficientPrivilege as error:
+            pytest.skip(f"cannot create a role to read with: {error}")
+        try:
+            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+            conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+            parts = urlparse(postgres_url)
+            reader_url = urlunparse(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port or 5432}"))
+            for command in ("show", "log", "timeline"):
+                done = caseboard(command, WS, url=reader_url)
+                assert done.returncode == 0, done.stderr
+            assert json.loads(caseboard("show", WS, url=reader_url).stdout)["workspace_version"] == 3
+        finally:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
 
 
 def test_reading_a_sqlite_file_in_a_folder_that_does_not_exist_yet_says_the_workspace_is_unknown(
