@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -320,6 +321,46 @@ def test_reading_a_sqlite_file_in_a_folder_that_does_not_exist_yet_says_the_work
 ) -> None:
     done = caseboard("show", WS, url=f"sqlite:///{tmp_path}/not/yet/ledger.db")
     assert "unknown workspace 'incident-042'" in assert_one_line_error(done)
+
+
+def test_four_submit_processes_fed_at_once_on_postgres_all_land_with_contiguous_versions(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    first = write_lines(tmp_path / "1.jsonl", scenario_lines()[:1])
+    assert caseboard("submit", WS, "--file", first, url=postgres_url).returncode == 0
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": postgres_url, "CASEBOARD_LOG_LEVEL": "warning"}
+    batches = [
+        "".join(json.dumps({"author": {"principal": f"specialist-{p}", "role": "specialist"}, "items": [{
+            "type": "observation", "id": f"obs-{p}-{n}", "statement": "auth failures on one instance",
+            "source": {"system": "auth-logs", "instance": f"payments-api-{p}"},
+            "event_time": "2026-03-02T14:03:00Z", "event_time_quality": "verified"}]}) + "\n"
+            for n in range(10))
+        for p in range(4)
+    ]  # fmt: skip
+    with ExitStack() as stack:
+        processes = [
+            stack.enter_context(subprocess.Popen(
+                [sys.executable, "-m", "caseboard", "submit", WS, "--file", "-"], env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            ))
+            for _ in batches
+        ]  # fmt: skip
+        for process, batch in zip(processes, batches, strict=True):  # each waits on its input: fed together
+            assert process.stdin is not None
+            process.stdin.write(batch.encode())
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.close()
+        results = []
+        for process in processes:  # stderr stays small (warnings only), so reading stdout first cannot block
+            assert process.stdout is not None and process.stderr is not None
+            results.append((process.stdout.read(), process.stderr.read()))
+            process.wait(timeout=120)
+    assert [process.returncode for process in processes] == [0] * 4, [err.decode() for _, err in results]
+    versions = sorted(o["workspace_version"] for out, _ in results for o in jsonl(out.decode()))
+    assert versions == list(range(2, 42))
+    logged = jsonl(caseboard("log", WS, url=postgres_url).stdout)
+    assert [c["workspace_version"] for c in logged] == list(range(1, 42))
 
 
 def test_help_lists_the_commands(tmp_path: Path) -> None:
