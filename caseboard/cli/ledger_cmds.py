@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,11 +11,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+import structlog
+
 from caseboard.app import App
 from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
 from caseboard.reducers import REDUCERS
+
+logger = structlog.get_logger("caseboard.cli")
 
 
 def register(commands: Any) -> None:
@@ -45,13 +50,22 @@ def register(commands: Any) -> None:
 
 @contextmanager
 def open_input(name: str) -> Iterator[IO[str]]:
+    """The lines of a file or of stdin; bytes that are not UTF-8 are kept so that their line is refused."""
     if name == "-":
-        yield sys.stdin
+        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        try:
+            yield stream
+        finally:
+            stream.detach()
         return
     path = Path(name)
     if not path.is_file():
         raise CaseboardError(f"cannot read {name}: no such file")
-    with path.open(encoding="utf-8") as handle:
+    try:
+        handle = path.open(encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        raise CaseboardError(f"cannot read {name}: {error.strerror}") from None
+    with handle:
         yield handle
 
 
@@ -72,17 +86,30 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
 
 def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
     try:
+        if not line.isascii() and not _is_utf8(line):
+            raise Refused(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
         contribution = parse_contribution(_with_workspace(line, workspace_id))
-    except Refused as refusal:
+        if contribution.workspace_id != workspace_id:
+            raise Refused(
+                Reason.INVALID,
+                f"workspace_id: the contribution names {contribution.workspace_id!r} "
+                f"but is submitted to {workspace_id!r}",
+                field="workspace_id",
+            )
+    except Refused as refusal:  # refused before reaching the coordinator: logged here as it would be there
+        logger.info("contribution_refused", workspace_id=workspace_id, reason=refusal.reason.value,
+                    field=refusal.field)  # fmt: skip
         return refusal.to_outcome()
-    if contribution.workspace_id != workspace_id:
-        return Refused(
-            Reason.INVALID,
-            f"workspace_id: the contribution names {contribution.workspace_id!r} but is submitted to {workspace_id!r}",
-            field="workspace_id",
-        ).to_outcome()
     result: dict[str, Any] = coordinator.submit(contribution)
     return result
+
+
+def _is_utf8(line: str) -> bool:
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _with_workspace(line: str, workspace_id: str) -> str | dict[str, Any]:

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             app.close()
     except CaseboardError as error:
-        sys.stderr.write(f"caseboard: {error}\n")
+        sys.stderr.write(f"caseboard: {' '.join(str(error).split())}\n")  # one line, even a driver's message
         return 2
     except BrokenPipeError:
         return 0
