@@ -13,7 +13,11 @@ from caseboard.domain.items import ITEM_TYPES
 
 
 def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
-    if not isinstance(raw, dict):
+    """Validated strictly as JSON: ``"300"`` is not an int, ``true`` is not 1, a number is not a timestamp."""
+    if isinstance(raw, dict):
+        text: str | bytes = json.dumps(raw)
+    else:
+        text = raw
         try:
             raw = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
@@ -21,7 +25,7 @@ def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
         if not isinstance(raw, dict):
             raise Refused(Reason.INVALID, "a contribution is a JSON object", field="$")
     try:
-        return Contribution.model_validate(raw)
+        return Contribution.model_validate_json(text, strict=True)
     except ValidationError as error:
         raise _refusal(error, raw) from None
 
