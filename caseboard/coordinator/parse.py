@@ -31,13 +31,18 @@ def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
 
 
 def _refusal(error: ValidationError, raw: dict[str, Any]) -> Refused:
-    first = error.errors(include_url=False)[0]
+    errors = error.errors(include_url=False)
+    if len(errors) > 1:  # a failed item is dropped, so items may look too short: a consequence, not a problem
+        errors = [e for e in errors if not (e["loc"] == ("items",) and e["type"] == "too_short")]
+    first = errors[0]
     path = _path(first["loc"])
     kind, message = first["type"], first["msg"]
     if kind == "union_tag_invalid":
         tag = first.get("ctx", {}).get("tag")
+        path = f"{path}.type"
         message = f"unknown item type {tag!r}; known types: {', '.join(ITEM_TYPES)}"
     elif kind == "union_tag_not_found":
+        path = f"{path}.type"
         message = "an item needs a 'type'"
     elif kind == "extra_forbidden":
         message = "unknown field: items accept no fields beyond their own"
@@ -46,7 +51,7 @@ def _refusal(error: ValidationError, raw: dict[str, Any]) -> Refused:
     elif kind == "string_too_long":
         limit = first.get("ctx", {}).get("max_length")
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"
-    count = len(error.errors())
+    count = len(errors)
     suffix = f" (and {count - 1} more problem{'s' if count > 2 else ''})" if count > 1 else ""
     return Refused(Reason.INVALID, f"{path}: {message}{suffix}", field=path)
 
