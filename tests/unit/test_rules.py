@@ -20,8 +20,8 @@ from tests.unit.board import (
     proposal,
     question,
     reclaim,
-    reopen,
     renew,
+    reopen,
     result,
     review,
     selection,
@@ -37,8 +37,14 @@ def opened(**limits: int) -> Board:
     return board
 
 
-def refused(board: Board, reason: str, role: str, items: list[dict[str, Any]], principal: str | None = None,
-            **extra: Any) -> dict[str, Any]:  # fmt: skip
+def refused(
+    board: Board,
+    reason: str,
+    role: str,
+    items: list[dict[str, Any]],
+    principal: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """Submit, expect the refusal ``reason``, and check that nothing was appended."""
     head = board.head
     outcome = board.submit(role, items, principal, **extra)
@@ -48,7 +54,9 @@ def refused(board: Board, reason: str, role: str, items: list[dict[str, Any]], p
     return outcome
 
 
-def claimed(board: Board, request_id: str = "req-1", principal: str = "specialist-1", lease_s: int = 60) -> int:
+def claimed(
+    board: Board, request_id: str = "req-1", principal: str = "specialist-1", lease_s: int = 60
+) -> int:
     """Request and claim ``request_id``; the claim's generation."""
     if request_id not in [w["request_id"] for w in board.show()["work"]]:
         board.ok("planner", [work_request(request_id)])
@@ -63,7 +71,7 @@ def supported_proposal(board: Board) -> None:
     assert board.proposal_status("prop-1") == "current"
 
 
-# -- idempotency -------------------------------------------------------------------------------------------------
+# -- idempotency
 
 
 def test_a_retry_with_the_same_key_and_content_returns_the_original_outcome_and_appends_nothing() -> None:
@@ -96,7 +104,9 @@ def test_the_same_key_with_other_content_is_an_idempotency_mismatch() -> None:
 def test_the_same_key_from_another_author_is_an_idempotency_mismatch() -> None:
     board = opened()
     board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
-    refused(board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1")
+    refused(
+        board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1"
+    )
 
 
 def test_a_refused_contribution_does_not_use_up_its_idempotency_key() -> None:
@@ -105,7 +115,7 @@ def test_a_refused_contribution_does_not_use_up_its_idempotency_key() -> None:
     board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
 
 
-# -- expected_version --------------------------------------------------------------------------------------------
+# -- expected_version
 
 
 def test_a_version_conflict_carries_the_current_version_and_a_summary_of_the_commits_since() -> None:
@@ -113,7 +123,9 @@ def test_a_version_conflict_carries_the_current_version_and_a_summary_of_the_com
     board.ok("specialist", [obs("obs-1")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("specialist", [obs("obs-2")], "specialist-2")
-    outcome = refused(board, "version_conflict", "planner", [proposal("prop-1", 2, "hyp-1")], expected_version=2)
+    outcome = refused(
+        board, "version_conflict", "planner", [proposal("prop-1", 2, "hyp-1")], expected_version=2
+    )
     assert outcome["current_version"] == 4
     assert outcome["field"] == "expected_version"
     assert [c["workspace_version"] for c in outcome["since"]] == [3, 4]
@@ -127,7 +139,7 @@ def test_a_writer_with_the_current_expected_version_lands() -> None:
     assert board.ok("specialist", [obs("obs-1")], expected_version=1)["workspace_version"] == 2
 
 
-# -- claims, leases, generations ---------------------------------------------------------------------------------
+# -- claims, leases, generations
 
 
 def test_the_first_claim_gets_generation_1_and_a_lease_from_the_commit_clock() -> None:
@@ -164,7 +176,9 @@ def test_a_zombie_writer_after_a_lapsed_lease_is_fenced_even_at_the_current_vers
     board.clock.advance(61)
     board.ok("specialist", [claim("req-1")], "specialist-2")
     current = board.head
-    outcome = refused(board, "fenced", "specialist", [result("req-1", 1)], "specialist-1", expected_version=current)
+    outcome = refused(
+        board, "fenced", "specialist", [result("req-1", 1)], "specialist-1", expected_version=current
+    )
     assert outcome["field"] == "items[0].generation"
     assert outcome["current_generation"] == 2
     refused(board, "fenced", "specialist", [renew("req-1", 1)], "specialist-1", expected_version=current)
@@ -224,7 +238,7 @@ def test_a_failed_result_leaves_pending_work_and_is_not_shown_as_clean() -> None
     assert board.work("req-1")["status"] == "failed"
 
 
-# -- limits ------------------------------------------------------------------------------------------------------
+# -- limits
 
 
 def test_open_questions_are_bounded_by_max_open_questions() -> None:
@@ -257,7 +271,7 @@ def test_pending_work_is_bounded_by_max_pending_work() -> None:
     board.ok("planner", [work_request("req-2")])
 
 
-# -- cycles ------------------------------------------------------------------------------------------------------
+# -- cycles
 
 
 def test_cycles_are_numbered_in_order_and_bounded_by_max_investigation_cycles() -> None:
@@ -292,7 +306,7 @@ def test_reopening_an_exhausted_budget_resets_the_cycles() -> None:
     board.ok("planner", [work_request("req-1")])
 
 
-# -- selection ---------------------------------------------------------------------------------------------------
+# -- selection
 
 
 def test_an_observation_beyond_capacity_is_recorded_but_not_selected() -> None:
@@ -360,7 +374,7 @@ def test_a_selection_beyond_capacity_is_refused() -> None:
     assert board.show()["selected_items"]["observations"] == ["obs-2"]
 
 
-# -- closed workspace --------------------------------------------------------------------------------------------
+# -- closed workspace
 
 
 def closed_board() -> tuple[Board, int]:
@@ -430,7 +444,7 @@ def test_reopening_an_investigating_workspace_is_refused() -> None:
     refused(board, "invalid", "operator", [reopen()])
 
 
-# -- reviews -----------------------------------------------------------------------------------------------------
+# -- reviews
 
 
 def test_a_retained_review_makes_a_proposal_current_again_and_keeps_its_basis() -> None:
@@ -497,7 +511,7 @@ def test_a_withdrawn_proposal_cannot_be_reviewed_again() -> None:
     refused(board, "invalid", "planner", [review("prop-1", "retained")])
 
 
-# -- verification ------------------------------------------------------------------------------------------------
+# -- verification
 
 
 def checked(board: Board) -> None:
@@ -510,7 +524,9 @@ def test_the_author_of_a_hypothesis_may_not_verify_it() -> None:
     board = opened()
     supported_proposal(board)
     checked(board)
-    outcome = refused(board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "planner-1")
+    outcome = refused(
+        board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "planner-1"
+    )
     assert outcome["field"] == "items[0].claim"
 
 
@@ -541,15 +557,17 @@ def test_a_confirmation_is_not_a_material_change() -> None:
     assert board.proposal_status("prop-1") == "current"
 
 
-# -- freshness, constraints --------------------------------------------------------------------------------------
+# -- freshness, constraints
 
 
-def test_an_expired_observation_is_stale_as_of_the_commit_time_and_its_dependents_require_revalidation() -> None:
+def test_an_expired_observation_is_stale_at_the_commit_time_and_its_dependents_require_revalidation() -> None:
     board = opened()
     board.ok("specialist", [obs("obs-1", expires_at="2026-03-02T14:10:00Z"), obs("obs-2")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
-    board.ok("planner", [proposal("prop-1", 3, "hyp-1"), proposal("prop-2", 3, "obs-1"),
-                         proposal("prop-3", 3, "obs-2")])  # fmt: skip
+    board.ok(
+        "planner",
+        [proposal("prop-1", 3, "hyp-1"), proposal("prop-2", 3, "obs-1"), proposal("prop-3", 3, "obs-2")],
+    )
     before = board.head
     board.clock.advance(11 * 60)
     assert board.proposal_status("prop-1") == "current"  # no commit since: the shown version's clock is 14:00
@@ -584,7 +602,7 @@ def test_unrelated_observations_and_bookkeeping_are_not_material() -> None:
     assert board.proposal_status("prop-1") == "current"
 
 
-# -- status transitions ------------------------------------------------------------------------------------------
+# -- status transitions
 
 
 @pytest.mark.parametrize("to", ["supported_conclusion", "closed", "investigating"])
@@ -620,7 +638,9 @@ def test_acceptance_judges_freshness_at_its_own_commit_time() -> None:
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("planner", [proposal("prop-1", 3, "hyp-1")])
     board.clock.advance(10 * 60)
-    outcome = refused(board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head)
+    outcome = refused(
+        board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head
+    )
     assert "requires_revalidation" in outcome["message"]
 
 
@@ -629,7 +649,9 @@ def test_a_new_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
     board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
     assert board.observation("obs-3")["selected"] is False
     board.ok("controller", [selection(deselect=("obs-2",))])
-    outcome = board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
+    outcome = board.ok(
+        "planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])]
+    )
     assert outcome["items"][0]["selected"] == ["hyp-1"]
     assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
     assert board.show()["status"] == "human_review_required"
