@@ -5,29 +5,57 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import structlog
 from pydantic import ValidationError
 
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.items import ITEM_TYPES
 
+log = structlog.get_logger("caseboard.coordinator")
+
 
 def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
-    """Validated strictly as JSON: ``"300"`` is not an int, ``true`` is not 1, a number is not a timestamp."""
-    if isinstance(raw, dict):
-        text: str | bytes = json.dumps(raw)
-    else:
-        text = raw
-        try:
-            raw = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise Refused(Reason.INVALID, f"not JSON: {error}", field="$") from None
-        if not isinstance(raw, dict):
-            raise Refused(Reason.INVALID, "a contribution is a JSON object", field="$")
+    """Validated strictly as JSON: ``"300"`` is not an int, ``true`` is not 1, a number is not a timestamp.
+
+    A refusal is logged here (``contribution_refused``, like the coordinator's), since it never reaches it.
+    """
+    data: dict[str, Any] = {}
     try:
-        return Contribution.model_validate_json(text, strict=True)
-    except ValidationError as error:
-        raise _refusal(error, raw) from None
+        text: str | bytes
+        if isinstance(raw, dict):
+            data, text = raw, json.dumps(raw)
+        else:
+            data, text = _json_object(raw), raw
+        try:
+            return Contribution.model_validate_json(text, strict=True)
+        except ValidationError as error:
+            raise _refusal(error, data) from None
+    except Refused as refusal:
+        author = data.get("author")
+        log.info(
+            "contribution_refused",
+            workspace_id=_short_id(data.get("workspace_id")),
+            author=_short_id(author.get("principal") if isinstance(author, dict) else None),
+            reason=refusal.reason.value,
+            field=refusal.field,
+        )
+        raise
+
+
+def _json_object(raw: str | bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Refused(Reason.INVALID, f"not JSON: {error}", field="$") from None
+    if not isinstance(data, dict):
+        raise Refused(Reason.INVALID, "a contribution is a JSON object", field="$")
+    return data
+
+
+def _short_id(value: Any) -> str | None:
+    """An id worth logging from unvalidated input: a short string, never a payload."""
+    return value if isinstance(value, str) and len(value) <= 128 else None
 
 
 def _refusal(error: ValidationError, raw: dict[str, Any]) -> Refused:
