@@ -248,6 +248,10 @@ def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, 
                    f"proposal {item.proposal!r} is {status}; it can be accepted only while current")  # fmt: skip
     elif role is not Role.PLANNER:
         refuse(Reason.FORBIDDEN, f"{path}.decision", f"a {role.value} may not record a {item.decision!r} review")
+    if item.decision == "retained" and status == "accepted":
+        refuse(Reason.INVALID, f"{path}.decision",
+               f"proposal {item.proposal!r} is accepted and needs no revalidation; retaining it would revoke "
+               "the operator's acceptance (revise or withdraw it instead)")  # fmt: skip
     if status in ("revised", "withdrawn"):
         refuse(Reason.INVALID, f"{path}.proposal", f"proposal {item.proposal!r} is already {status}")
     return {"previous_status": status}
