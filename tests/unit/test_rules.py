@@ -665,3 +665,45 @@ def test_a_challenge_to_an_unselected_hypothesis_does_not_escalate() -> None:
     outcome = board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
     assert "escalated" not in outcome["items"][0]
     assert board.show()["status"] == "investigating"
+
+
+def test_selecting_a_hypothesis_while_deselecting_its_contradiction_is_refused() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-2"])])
+    assert board.show()["selected_items"]["hypotheses"] == []
+    outcome = refused(board, "invalid", "controller", [selection(select=("hyp-1",), deselect=("obs-2",))])
+    assert outcome["field"] == "items[0].deselect[0]"
+
+
+def test_selecting_a_hypothesis_keeps_its_contradiction_selected() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
+    assert board.show()["selected_items"]["hypotheses"] == []
+    board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
+    outcome = board.ok("controller", [selection(select=("hyp-1",))])
+    assert outcome["items"][0]["selected"] == ["hyp-1", "obs-3"]
+    projection = board.show()
+    assert "obs-3" in projection["selected_items"]["observations"]
+    assert projection["status"] == "investigating"
+
+
+def test_selecting_a_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
+    board.ok("controller", [selection(deselect=("obs-3",))])
+    outcome = board.ok("controller", [selection(select=("hyp-1",))])
+    assert outcome["items"][0]["selected"] == ["hyp-1"]
+    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    assert board.show()["status"] == "human_review_required"
+
+
+def test_a_planners_retained_review_does_not_silently_revoke_an_acceptance() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    outcome = refused(board, "invalid", "planner", [review("prop-1", "retained")])
+    assert "accepted" in outcome["message"]
+    assert board.proposal_status("prop-1") == "accepted"
