@@ -707,3 +707,40 @@ def test_a_planners_retained_review_does_not_silently_revoke_an_acceptance() -> 
     outcome = refused(board, "invalid", "planner", [review("prop-1", "retained")])
     assert "accepted" in outcome["message"]
     assert board.proposal_status("prop-1") == "accepted"
+
+
+def test_retaining_an_accepted_proposal_that_needs_revalidation_makes_it_current_again() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    board.ok("planner", [review("prop-1", "retained")])
+    assert board.proposal_status("prop-1") == "current"
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    assert board.proposal_status("prop-1") == "accepted"
+
+
+def test_a_holder_whose_lease_lapsed_may_still_renew_while_nobody_else_claimed() -> None:
+    board = opened()
+    generation = claimed(board, lease_s=60)
+    board.clock.advance(120)
+    assert board.work("req-1")["lease_lapsed"] is False  # judged as of the last commit, at 14:00:00
+    board.ok("specialist", [renew("req-1", generation)])
+    assert board.work("req-1")["lease_expires_at"] == "2026-03-02T14:07:00Z"
+
+
+def test_a_claim_and_its_result_in_one_contribution_land_together() -> None:
+    board = opened()
+    board.ok("planner", [work_request("req-1")])
+    outcome = board.ok("specialist", [claim("req-1"), result("req-1", 1)])
+    assert [i["generation"] for i in outcome["items"]] == [1, 1]
+    assert board.work("req-1")["status"] == "completed"
+
+
+def test_a_result_for_a_completed_request_is_fenced() -> None:
+    board = opened()
+    generation = claimed(board)
+    board.ok("specialist", [result("req-1", generation)])
+    refused(board, "fenced", "specialist", [result("req-1", generation, "failed")])
+    assert board.work("req-1")["status"] == "completed"
