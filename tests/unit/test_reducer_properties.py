@@ -3,7 +3,8 @@
 A history is a drawn sequence of contributions over a small pool of ids and principals, submitted through the
 coordinator on the in-memory ledger with a clock the test moves. Many are refused (an unknown reference, a
 wrong role, a fenced generation): only the accepted commits matter, and they are what the properties are
-about.
+about. While a history is drawn, every outcome is checked too: a refusal appends nothing and names a known
+reason; an idempotent retry returns the original outcome and appends nothing; a commit takes the next version.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from hypothesis import strategies as st
 
 from caseboard.coordinator import Coordinator
 from caseboard.domain.commit import Commit
+from caseboard.domain.errors import Reason
 from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 from tests.unit.board import T0, Board, iso, open_item
 
 REDUCER = get_reducer("workspace-rules-v1")
+REASONS = {reason.value for reason in Reason}
 OBS = ("o1", "o2", "o3", "o4", "o5")
 HYP = ("h1", "h2", "h3")
 QUESTIONS = ("q1", "q2", "q3")
@@ -300,6 +303,7 @@ def histories(draw: st.DrawFn) -> History:
         ],
     )
     cached = {1: REDUCER.render(workspaces.current(board.workspace_id))}
+    accepted: dict[int, dict[str, Any]] = {}
     for _ in range(draw(st.integers(8, 40), label="contributions")):
         state = workspaces.current(board.workspace_id)
         known = Known.of(state)
@@ -330,9 +334,20 @@ def histories(draw: st.DrawFn) -> History:
         key = pick.one((None, None, None, None, "k1", "k2"))
         if key is not None:
             extra["idempotency_key"] = key
+        head = board.head
         outcome = board.submit(role, items, principal, **extra)
-        if outcome["ok"] and not outcome.get("idempotent_replay"):
-            assert outcome["workspace_version"] == board.head
+        if not outcome["ok"]:  # a refusal appends nothing and says why, in a known word
+            assert board.head == head, outcome
+            assert outcome["reason"] in REASONS and outcome["message"], outcome
+        elif outcome.get("idempotent_replay"):  # a retry gets the original outcome back, nothing appended
+            assert board.head == head
+            assert {**outcome, "idempotent_replay": None} == {
+                **accepted[outcome["workspace_version"]],
+                "idempotent_replay": None,
+            }
+        else:
+            assert outcome["workspace_version"] == board.head == head + 1
+            accepted[board.head] = outcome
             cached[board.head] = REDUCER.render(workspaces.current(board.workspace_id))
     commits = board.ledger.read(board.workspace_id)
     assert [c.version for c in commits] == list(range(1, len(commits) + 1))
