@@ -128,3 +128,12 @@ def test_the_configured_level_filters_commit_events(configured: io.StringIO) -> 
     configure_logging("warning", "json", configured)
     story(Board())
     assert configured.getvalue() == ""
+
+
+def test_loggers_used_before_capturing_are_still_captured() -> None:
+    """configure_logging does not cache loggers on first use, so capture_logs sees what follows."""
+    board = Board()
+    board.open()
+    with capture_logs() as logs:
+        board.ok("specialist", [obs("obs-1")])
+    assert [e["event"] for e in logs] == ["commit_recorded"]
