@@ -309,7 +309,7 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
 
     after = state.selected_count - sum(map(counts, deselected)) + sum(map(counts, selected))
     limit = state.limits["max_selected_items"]
-    if after > limit:
+    if after > limit and after > state.selected_count:  # shrinking an over-full selection is always allowed
         refuse(Reason.LIMIT_EXCEEDED, f"{path}.select",
                f"the selection would hold {after} items; max_selected_items is {limit}")  # fmt: skip
     decision: Decision = {"selected": selected, "deselected": deselected}
