@@ -744,3 +744,14 @@ def test_a_result_for_a_completed_request_is_fenced() -> None:
     board.ok("specialist", [result("req-1", generation)])
     refused(board, "fenced", "specialist", [result("req-1", generation, "failed")])
     assert board.work("req-1")["status"] == "completed"
+
+
+def test_a_selection_that_shrinks_an_over_full_selection_is_accepted_after_the_limit_is_lowered() -> None:
+    board = opened(max_selected_items=4)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3"), obs("obs-4")])
+    board.ok("operator", [{"type": "constraints", "runtime_limits": {"max_selected_items": 2}}])
+    board.ok("controller", [selection(deselect=("obs-1",))])
+    assert board.show()["counters"]["selected_items"] == 3
+    refused(board, "limit_exceeded", "controller", [selection(select=("obs-1",))])
+    board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
+    assert board.show()["selected_items"]["observations"] == ["obs-4"]
