@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from caseboard.coordinator import parse_contribution
+from caseboard.domain.errors import Refused
 from tests.unit.board import (
     Board,
     claim,
@@ -401,3 +403,13 @@ def test_several_problems_are_counted_in_the_message() -> None:
     outcome = seeded().raw(text([without(without(obs("obs-9"), "statement"), "source")]))
     assert outcome["reason"] == "invalid"
     assert outcome["message"].endswith("(and 1 more problem)"), outcome
+
+
+def test_a_decoded_object_is_held_to_the_same_strict_contract_as_its_text() -> None:
+    data = envelope([claim("req-1") | {"lease_s": "300"}])
+    with pytest.raises(Refused) as refusal:
+        parse_contribution(data)
+    assert (refusal.value.reason.value, refusal.value.field) == ("invalid", "items[0].lease_s")
+    parsed = parse_contribution(envelope([obs("obs-9")]))
+    assert parsed.items[0].type == "observation"
+    assert parsed == parse_contribution(text([obs("obs-9")]))
