@@ -83,10 +83,10 @@ class Board:
         return self.coordinator.workspaces.show(self.workspace_id, version)
 
     def proposal_status(self, proposal_id: str, version: int | None = None) -> str:
-        return next(p["status"] for p in self.show(version)["proposals"] if p["id"] == proposal_id)
+        return str(next(p["status"] for p in self.show(version)["proposals"] if p["id"] == proposal_id))
 
     def hypothesis_status(self, hypothesis_id: str) -> str:
-        return next(h["status"] for h in self.show()["hypotheses"] if h["id"] == hypothesis_id)
+        return str(next(h["status"] for h in self.show()["hypotheses"] if h["id"] == hypothesis_id))
 
     def observation(self, observation_id: str, version: int | None = None) -> dict[str, Any]:
         return next(o for o in self.show(version)["observations"] if o["id"] == observation_id)

@@ -122,7 +122,7 @@ PARSE_CASES: dict[str, Case] = {
         text([obs("obs-9")], expected_version="2"), "invalid", "expected_version", "expected_version"
     ),
     "a number for a statement": Case(
-        text([obs("obs-9", statement=42)]), "invalid", "items[0].statement", "statement"
+        text([{**obs("obs-9"), "statement": 42}]), "invalid", "items[0].statement", "statement"
     ),
     "a string where a list is expected": Case(
         text([hyp("hyp-9", supporting_evidence="obs-1")], role="planner"),

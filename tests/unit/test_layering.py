@@ -172,7 +172,7 @@ def test_importing_every_caseboard_module_reads_no_environment_and_opens_nothing
 
 
 def test_every_caseboard_package_is_a_regular_package_that_a_wheel_ships() -> None:
-    from setuptools import find_packages
+    from setuptools import find_packages  # type: ignore[import-untyped]
 
     directories = sorted(
         ".".join(path.parent.relative_to(ROOT).parts)

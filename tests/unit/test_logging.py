@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import pytest
@@ -44,7 +44,7 @@ def story(board: Board) -> tuple[int, int]:
     return 5, 4
 
 
-def events(logs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+def events(logs: list[MutableMapping[str, Any]], name: str) -> list[MutableMapping[str, Any]]:
     return [e for e in logs if e["event"] == name]
 
 

@@ -75,25 +75,25 @@ class Drawer:
     def __init__(self, draw: st.DrawFn, known: Known, version: int) -> None:
         self.draw, self.known, self.version = draw, known, version
 
-    def int(self, low: int, high: int) -> int:
+    def number(self, low: int, high: int) -> int:
         return self.draw(st.integers(low, high))
 
     def one(self, options: tuple[Any, ...] | list[Any]) -> Any:
-        return options[self.int(0, len(options) - 1)]
+        return options[self.number(0, len(options) - 1)]
 
     def ref(self, known: tuple[str, ...], pool: tuple[str, ...]) -> str:
         """Mostly an id the workspace has; sometimes any id of the pool (which may be unknown)."""
-        return self.one(known) if known and self.int(0, 5) < 5 else self.one(pool)
+        return str(self.one(known) if known and self.number(0, 5) < 5 else self.one(pool))
 
     def fresh(self, known: tuple[str, ...], pool: tuple[str, ...]) -> str:
         """Mostly an id not used yet; sometimes a reused one (a duplicate_id refusal)."""
         return self.ref(tuple(i for i in pool if i not in known), pool)
 
     def refs(self, known: tuple[str, ...], pool: tuple[str, ...], most: int) -> list[str]:
-        return list(dict.fromkeys(self.ref(known, pool) for _ in range(self.int(0, most))))
+        return list(dict.fromkeys(self.ref(known, pool) for _ in range(self.number(0, most))))
 
     def time(self) -> str:
-        return iso(T0 + timedelta(minutes=self.int(0, 60)))
+        return iso(T0 + timedelta(minutes=self.number(0, 60)))
 
     def observation(self) -> dict[str, Any]:
         k = self.known
@@ -104,9 +104,9 @@ class Drawer:
             "event_time": self.time(),
             "event_time_quality": self.one(("verified", "unverified")),
         }
-        if self.int(0, 1):
+        if self.number(0, 1):
             body["expires_at"] = self.time()
-        if k.observations and self.int(0, 3) == 3:
+        if k.observations and self.number(0, 3) == 3:
             body["derived_from"] = [self.ref(k.observations, OBS)]
         return body
 
@@ -132,7 +132,7 @@ class Drawer:
                     "relation": self.one(("supports", "supports", "challenges")),
                 }
             case "question":
-                about = {"about": self.ref(k.hypotheses, HYP)} if self.int(0, 1) else {}
+                about = {"about": self.ref(k.hypotheses, HYP)} if self.number(0, 1) else {}
                 return {
                     "type": "question",
                     "id": self.fresh(k.open_questions, QUESTIONS),
@@ -151,7 +151,7 @@ class Drawer:
                     "type": "proposal",
                     "id": self.fresh(k.proposals, PROPOSALS),
                     "summary": "roll back",
-                    "based_on_workspace_version": self.int(max(1, self.version - 4), self.version),
+                    "based_on_workspace_version": self.number(max(1, self.version - 4), self.version),
                     "depends_on": self.refs(k.hypotheses + k.observations, HYP + OBS, 2),
                 }
             case "review":
@@ -177,15 +177,15 @@ class Drawer:
                 return {
                     "type": "work_renew",
                     "request_id": self.ref(holders, REQUESTS),
-                    "generation": self.int(1, 3),
+                    "generation": self.number(1, 3),
                     "lease_s": 120,
                 }
             case "work_result":
-                found = {"observation": self.observation()} if self.int(0, 1) else {}
+                found = {"observation": self.observation()} if self.number(0, 1) else {}
                 return {
                     "type": "work_result",
                     "request_id": self.ref(holders, REQUESTS),
-                    "generation": self.int(1, 3),
+                    "generation": self.number(1, 3),
                     "status": self.one(("completed", "completed", "failed")),
                     "summary": "done",
                     **found,
@@ -208,7 +208,7 @@ class Drawer:
                     "reason": "focus",
                 }
             case "cycle":
-                return {"type": "cycle", "number": self.int(1, 3)}
+                return {"type": "cycle", "number": self.number(1, 3)}
             case "status":
                 to = self.one(
                     (
@@ -225,7 +225,7 @@ class Drawer:
                 return {
                     "type": "reopen",
                     "owner": "operator-1",
-                    "runtime_limits": {"max_investigation_cycles": self.int(1, 4)},
+                    "runtime_limits": {"max_investigation_cycles": self.number(1, 4)},
                 }
             case "constraints":
                 return {"type": "constraints", "goal": "a narrower goal"}
@@ -309,16 +309,16 @@ def histories(draw: st.DrawFn) -> History:
         known = Known.of(state)
         pick = Drawer(draw, known, state.version)
         kinds = [pick.one(WEIGHTED_KINDS)]
-        if pick.int(0, 9) == 9:  # now and then anyone at all (simple draws stay well-formed)
+        if pick.number(0, 9) == 9:  # now and then anyone at all (simple draws stay well-formed)
             role, principal = pick.one(ALL_AUTHORS)
         else:
             role = pick.one(NATURAL[kinds[0]])
             principal = pick.one(PRINCIPALS[role])
-        if pick.int(0, 3) == 3:
+        if pick.number(0, 3) == 3:
             kinds.append(pick.one([k for k in WEIGHTED_KINDS if role in NATURAL[k]] or kinds))
         items = [pick.item(kind) for kind in kinds]
         holder = known.holders.get(items[0].get("request_id", ""))
-        if kinds[0] in ("work_renew", "work_result") and holder and pick.int(0, 3) < 3:
+        if kinds[0] in ("work_renew", "work_result") and holder and pick.number(0, 3) < 3:
             role, principal = holder[0].split("-")[0], holder[0]  # mostly the live holder, at its generation
             items[0]["generation"] = holder[1]
         if kinds[0] == "review" and role in ("planner", "operator"):
