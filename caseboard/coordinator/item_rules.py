@@ -117,7 +117,7 @@ def check_item(
             return {"generation": item.generation, "lease_expires_at": lease_expiry(at, item.lease_s)}
         case it.WorkResult():
             _holder(state, principal, item.request_id, item.generation, path)
-            decision: Decision = {"generation": item.generation}
+            decision = {"generation": item.generation}
             if state.status == "closed":
                 decision["late_arrival"] = True
             if item.observation is not None:
