@@ -198,6 +198,23 @@ PARSE_CASES: dict[str, Case] = {
         "items[0].query",
         "time_range",
     ),
+    "an open that is not read-only": Case(
+        json.dumps(
+            {
+                **envelope([{**open_item(), "execution_mode": "read_write"}], role="operator"),
+                "workspace_id": "ws-2",
+            }
+        ),
+        "invalid",
+        "items[0].execution_mode",
+        "execution_mode",
+    ),
+    "a constraints item that changes the execution mode": Case(
+        text([{"type": "constraints", "execution_mode": "read_write"}], role="operator"),
+        "invalid",
+        "items[0].execution_mode",
+        "execution_mode",
+    ),
     "an empty items list": Case(text([]), "invalid", "items", "items"),
     "too many items": Case(text([obs(f"obs-{i}") for i in range(101)]), "invalid", "items", "items"),
     "an id with a space": Case(text([obs("obs 9")]), "invalid", "items[0].id", "id"),

@@ -755,3 +755,12 @@ def test_a_selection_that_shrinks_an_over_full_selection_is_accepted_after_the_l
     refused(board, "limit_exceeded", "controller", [selection(select=("obs-1",))])
     board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
     assert board.show()["selected_items"]["observations"] == ["obs-4"]
+
+
+def test_a_result_whose_query_did_not_complete_is_not_shown_as_clean() -> None:
+    board = opened()
+    generation = claimed(board)
+    query = {"time_range": ["2026-03-02T13:30:00Z", "2026-03-02T14:00:00Z"], "completed": False}
+    board.ok("specialist", [result("req-1", generation, query=query)])
+    assert board.work("req-1")["status"] == "completed"
+    assert board.work("req-1")["query_completed"] is False
