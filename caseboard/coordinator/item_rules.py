@@ -117,7 +117,7 @@ def check_item(
             return {"generation": item.generation, "lease_expires_at": lease_expiry(at, item.lease_s)}
         case it.WorkResult():
             _holder(state, principal, item.request_id, item.generation, path)
-            decision: Decision = {"generation": item.generation}
+            decision = {"generation": item.generation}
             if state.status == "closed":
                 decision["late_arrival"] = True
             if item.observation is not None:
@@ -248,6 +248,10 @@ def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, 
                    f"proposal {item.proposal!r} is {status}; it can be accepted only while current")  # fmt: skip
     elif role is not Role.PLANNER:
         refuse(Reason.FORBIDDEN, f"{path}.decision", f"a {role.value} may not record a {item.decision!r} review")
+    if item.decision == "retained" and status == "accepted":
+        refuse(Reason.INVALID, f"{path}.decision",
+               f"proposal {item.proposal!r} is accepted and needs no revalidation; retaining it would revoke "
+               "the operator's acceptance (revise or withdraw it instead)")  # fmt: skip
     if status in ("revised", "withdrawn"):
         refuse(Reason.INVALID, f"{path}.proposal", f"proposal {item.proposal!r} is already {status}")
     return {"previous_status": status}
@@ -287,10 +291,11 @@ def _holder(state: WorkspaceState, principal: str, request_id: str, generation: 
 def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision:
     _refs(state, item.select, {"observation", "hypothesis"}, f"{path}.select")
     _refs(state, item.deselect, {"observation", "hypothesis"}, f"{path}.deselect")
-    contradictions = {
-        obs for hyp in state.hypotheses.values() if state.is_selected(hyp.id) and hyp.id not in item.deselect
-        for obs in hyp.challenging
-    }  # fmt: skip
+    kept = [
+        hyp for hyp in state.hypotheses.values()
+        if (state.is_selected(hyp.id) or hyp.id in item.select) and hyp.id not in item.deselect
+    ]  # fmt: skip
+    contradictions = {obs for hyp in kept for obs in hyp.challenging}
     for index, ref in enumerate(item.deselect):
         if ref in contradictions:
             refuse(Reason.INVALID, f"{path}.deselect[{index}]",
@@ -303,7 +308,19 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
         return 0 if obs is not None and obs.derived_from else 1
 
     after = state.selected_count - sum(map(counts, deselected)) + sum(map(counts, selected))
-    if after > state.limits["max_selected_items"]:
+    limit = state.limits["max_selected_items"]
+    if after > limit and after > state.selected_count:  # shrinking an over-full selection is always allowed
         refuse(Reason.LIMIT_EXCEEDED, f"{path}.select",
-               f"the selection would hold {after} items; max_selected_items is {state.limits['max_selected_items']}")  # fmt: skip
-    return {"selected": selected, "deselected": deselected}
+               f"the selection would hold {after} items; max_selected_items is {limit}")  # fmt: skip
+    decision: Decision = {"selected": selected, "deselected": deselected}
+    for hyp in [state.hypotheses[ref] for ref in selected if ref in state.hypotheses]:
+        for obs in hyp.challenging:  # a newly selected hypothesis brings its contradictions, or escalates
+            if state.is_selected(obs) or obs in selected:
+                continue
+            if counts(obs) == 0 or after < limit:
+                selected.append(obs)
+                after += counts(obs)
+            else:
+                reason = f"contradicting evidence {obs!r} does not fit within max_selected_items"
+                decision["escalated"] = {"to": ESCALATION, "reason": reason}
+    return decision

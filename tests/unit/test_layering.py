@@ -1,0 +1,182 @@
+"""The layering of STYLE.md, proved on the source: ``domain`` and ``reducers`` import only the standard
+library, pydantic and each other; and importing any caseboard module does nothing but define things."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "caseboard"
+PURE = ("caseboard.domain", "caseboard.reducers")
+ALLOWED_THIRD_PARTY = ("pydantic", "pydantic_core", "typing_extensions")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules_under(package: str) -> list[Path]:
+    return sorted((ROOT / package.replace(".", "/")).rglob("*.py"))
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """Every module a file imports (at any depth of the file), relative imports resolved."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.append((node.lineno, ".".join([*base, *([node.module] if node.module else [])])))
+            else:
+                found.append((node.lineno, str(node.module)))
+    return found
+
+
+def allowed(imported: str) -> bool:
+    top = imported.split(".")[0]
+    return (
+        top in sys.stdlib_module_names
+        or top in ALLOWED_THIRD_PARTY
+        or any(imported == pure or imported.startswith(pure + ".") for pure in PURE)
+    )
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_the_pure_layers_import_only_the_standard_library_pydantic_and_each_other(package: str) -> None:
+    files = modules_under(package)
+    assert files, f"no modules found under {package}"
+    violations = [
+        f"{module_name(path)} imports {imported} (line {line})"
+        for path in files
+        for line, imported in imports_of(path)
+        if not allowed(imported)
+    ]
+    assert violations == []
+
+
+def test_the_domain_does_not_import_the_reducers() -> None:
+    violations = [
+        f"{module_name(path)} imports {imported} (line {line})"
+        for path in modules_under("caseboard.domain")
+        for line, imported in imports_of(path)
+        if imported.startswith("caseboard.") and not imported.startswith("caseboard.domain")
+    ]
+    assert violations == []
+
+
+def test_the_import_checker_would_flag_the_coordinators_imports() -> None:
+    """The checker is not vacuous: on a module of an outer layer it names what a pure layer may not use."""
+    found = {imported for _, imported in imports_of(PACKAGE / "coordinator" / "service.py")}
+    flagged = sorted(imported for imported in found if not allowed(imported))
+    assert flagged == [
+        "caseboard.coordinator.decide",
+        "caseboard.ledger.base",
+        "caseboard.projections.workspaces",
+        "structlog",
+    ]
+    assert not allowed("caseboard.domainx")
+    assert allowed("caseboard.reducers.workspace_rules_v1.state")
+    relative = {
+        imported for _, imported in imports_of(PACKAGE / "reducers" / "workspace_rules_v1" / "__init__.py")
+    }
+    assert (
+        "caseboard.reducers.workspace_rules_v1.codec" in relative
+        or "caseboard.reducers.workspace_rules_v1" in relative
+    )
+
+
+IMPORT_EVERYTHING = r"""
+import ast, json, os, pkgutil, socket, sqlite3, sys, threading
+from pathlib import Path
+
+root = Path(sys.argv[1])
+names = sorted(m.name for m in pkgutil.walk_packages([str(root / "caseboard")], "caseboard.")
+               if m.name != "caseboard.__main__")  # `python -m caseboard` runs the command line: its purpose
+third_party = set()
+for path in (root / "caseboard").rglob("*.py"):
+    for node in ast.parse(path.read_text()).body:  # module level only: what runs at import
+        if isinstance(node, ast.Import):
+            third_party.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            third_party.add(node.module)
+for name in sorted(n for n in third_party if not n.startswith("caseboard")):
+    __import__(name)  # their own import-time behaviour is not caseboard's
+
+seen = {"env": [], "sqlite": [], "socket": []}
+
+class Recorder(dict):
+    def __getitem__(self, key):
+        seen["env"].append(key); return super().__getitem__(key)
+    def get(self, key, default=None):
+        seen["env"].append(key); return super().get(key, default)
+    def __contains__(self, key):
+        seen["env"].append(key); return super().__contains__(key)
+
+os.environ = Recorder(os.environ)
+real_connect = sqlite3.connect
+sqlite3.connect = lambda *a, **k: seen["sqlite"].append(str(a[:1])) or real_connect(*a, **k)
+real_socket_connect = socket.socket.connect
+def socket_connect(self, address):
+    seen["socket"].append(str(address)); return real_socket_connect(self, address)
+socket.socket.connect = socket_connect
+threads = threading.active_count()
+import structlog
+configured = structlog.is_configured()
+
+for name in names:
+    __import__(name)
+
+print(json.dumps({"modules": names, "seen": seen, "threads": threading.active_count() - threads,
+                  "structlog_configured_by_import": structlog.is_configured() and not configured,
+                  "files": sorted(os.listdir("."))}))
+"""
+
+
+def test_importing_every_caseboard_module_reads_no_environment_and_opens_nothing(tmp_path: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT),
+        "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/should-not-exist.db",
+        "CASEBOARD_REDIS_URL": "redis://127.0.0.1:1/0",
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERYTHING, str(ROOT)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout.splitlines()[-1])
+    assert "caseboard.cli.main" in report["modules"]
+    assert "caseboard.app" in report["modules"]
+    assert report["seen"] == {"env": [], "sqlite": [], "socket": []}
+    assert report["threads"] == 0
+    assert report["structlog_configured_by_import"] is False
+    assert report["files"] == []
+    assert run.stderr == ""
+
+
+def test_every_caseboard_package_is_a_regular_package_that_a_wheel_ships() -> None:
+    from setuptools import find_packages  # type: ignore[import-untyped]
+
+    directories = sorted(
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in PACKAGE.rglob("*.py")
+        if "__pycache__" not in path.parts
+    )
+    assert sorted(set(find_packages(str(ROOT), include=["caseboard*"]))) == sorted(set(directories))

@@ -1,0 +1,766 @@
+"""The coordinator's rules (DESIGN.md §3, §4) on the in-memory ledger, with a clock the test controls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.board import (
+    T0,
+    Board,
+    answer,
+    claim,
+    cycle,
+    hyp,
+    iso,
+    link,
+    obs,
+    open_item,
+    proposal,
+    question,
+    reclaim,
+    renew,
+    reopen,
+    result,
+    review,
+    selection,
+    status,
+    verification,
+    work_request,
+)
+
+
+def opened(**limits: int) -> Board:
+    board = Board()
+    board.open(**limits)
+    return board
+
+
+def refused(
+    board: Board,
+    reason: str,
+    role: str,
+    items: list[dict[str, Any]],
+    principal: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Submit, expect the refusal ``reason``, and check that nothing was appended."""
+    head = board.head
+    outcome = board.submit(role, items, principal, **extra)
+    assert outcome["ok"] is False, outcome
+    assert outcome["reason"] == reason, outcome
+    assert board.head == head
+    return outcome
+
+
+def claimed(
+    board: Board, request_id: str = "req-1", principal: str = "specialist-1", lease_s: int = 60
+) -> int:
+    """Request and claim ``request_id``; the claim's generation."""
+    if request_id not in [w["request_id"] for w in board.show()["work"]]:
+        board.ok("planner", [work_request(request_id)])
+    return int(board.ok("specialist", [claim(request_id, lease_s)], principal)["items"][0]["generation"])
+
+
+def supported_proposal(board: Board) -> None:
+    """obs-1 supports hyp-1 (by planner-1); prop-1 depends on hyp-1 and is current."""
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("planner", [proposal("prop-1", board.head, "hyp-1")])
+    assert board.proposal_status("prop-1") == "current"
+
+
+# -- idempotency
+
+
+def test_a_retry_with_the_same_key_and_content_returns_the_original_outcome_and_appends_nothing() -> None:
+    board = opened()
+    first = board.ok("specialist", [obs("obs-1")], idempotency_key="s-1/obs-1")
+    again = board.submit("specialist", [obs("obs-1")], idempotency_key="s-1/obs-1")
+    assert again["ok"] is True
+    assert {k: v for k, v in again.items() if k != "idempotent_replay"} == first
+    assert board.head == 2
+
+
+def test_a_retry_is_replayed_even_when_its_expected_version_is_now_stale() -> None:
+    board = opened()
+    first = board.ok("specialist", [obs("obs-1")], expected_version=1, idempotency_key="k-1")
+    board.ok("specialist", [obs("obs-2")])
+    again = board.submit("specialist", [obs("obs-1")], expected_version=1, idempotency_key="k-1")
+    assert again["ok"] is True, again
+    assert again["workspace_version"] == first["workspace_version"] == 2
+    assert again["items"] == first["items"]
+    assert board.head == 3
+
+
+def test_the_same_key_with_other_content_is_an_idempotency_mismatch() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
+    outcome = refused(board, "idempotency_mismatch", "specialist", [obs("obs-2")], idempotency_key="k-1")
+    assert outcome["field"] == "idempotency_key"
+
+
+def test_the_same_key_from_another_author_is_an_idempotency_mismatch() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
+    refused(
+        board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1"
+    )
+
+
+def test_a_refused_contribution_does_not_use_up_its_idempotency_key() -> None:
+    board = opened()
+    refused(board, "unknown_reference", "specialist", [link("obs-1", "hyp-1")], idempotency_key="k-1")
+    board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
+
+
+# -- expected_version
+
+
+def test_a_version_conflict_carries_the_current_version_and_a_summary_of_the_commits_since() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("specialist", [obs("obs-2")], "specialist-2")
+    outcome = refused(
+        board, "version_conflict", "planner", [proposal("prop-1", 2, "hyp-1")], expected_version=2
+    )
+    assert outcome["current_version"] == 4
+    assert outcome["field"] == "expected_version"
+    assert [c["workspace_version"] for c in outcome["since"]] == [3, 4]
+    assert outcome["since"][0]["items"] == ["hypothesis hyp-1"]
+    assert outcome["since"][1]["author"] == "specialist-2"
+    assert outcome["since"][1]["items"] == ["observation obs-2"]
+
+
+def test_a_writer_with_the_current_expected_version_lands() -> None:
+    board = opened()
+    assert board.ok("specialist", [obs("obs-1")], expected_version=1)["workspace_version"] == 2
+
+
+# -- claims, leases, generations
+
+
+def test_the_first_claim_gets_generation_1_and_a_lease_from_the_commit_clock() -> None:
+    board = opened()
+    board.ok("planner", [work_request("req-1")])
+    outcome = board.ok("specialist", [claim("req-1", 90)])
+    assert outcome["items"][0]["generation"] == 1
+    assert outcome["items"][0]["lease_expires_at"] == "2026-03-02T14:01:30Z"
+    assert board.work("req-1")["status"] == "claimed"
+    assert board.show()["pending_work"] == [{"request_id": "req-1", "status": "claimed"}]
+
+
+def test_a_claim_under_another_principals_live_lease_is_lease_held() -> None:
+    board = opened()
+    claimed(board, lease_s=60)
+    board.clock.advance(59)
+    outcome = refused(board, "lease_held", "specialist", [claim("req-1")], "specialist-2")
+    assert outcome["lease_expires_at"].startswith("2026-03-02T14:01:00")
+
+
+def test_a_lapsed_lease_lets_a_new_claim_take_over_with_the_next_generation() -> None:
+    board = opened()
+    claimed(board, lease_s=60)
+    board.clock.advance(60)
+    outcome = board.ok("verifier", [claim("req-1")], "verifier-1")
+    assert outcome["items"][0]["generation"] == 2
+    assert outcome["items"][0]["fenced_holder"] == "specialist-1"
+    assert board.work("req-1")["holder"] == "verifier-1"
+
+
+def test_a_zombie_writer_after_a_lapsed_lease_is_fenced_even_at_the_current_version() -> None:
+    board = opened()
+    claimed(board, lease_s=60)
+    board.clock.advance(61)
+    board.ok("specialist", [claim("req-1")], "specialist-2")
+    current = board.head
+    outcome = refused(
+        board, "fenced", "specialist", [result("req-1", 1)], "specialist-1", expected_version=current
+    )
+    assert outcome["field"] == "items[0].generation"
+    assert outcome["current_generation"] == 2
+    refused(board, "fenced", "specialist", [renew("req-1", 1)], "specialist-1", expected_version=current)
+    assert board.work("req-1")["status"] == "claimed"
+    assert board.work("req-1")["result_summary"] is None
+
+
+def test_the_lease_is_judged_by_the_commit_clock_not_by_a_trusted_timestamp_alone() -> None:
+    board = Board(trust_timestamps=True)
+    board.ok("operator", [open_item()], at=iso(T0))
+    board.ok("planner", [work_request("req-1")], at=iso(T0))
+    board.ok("specialist", [claim("req-1", 60)], "specialist-1", at=iso(T0))
+    refused(board, "lease_held", "specialist", [claim("req-1")], "specialist-2", at="2026-03-02T14:00:59Z")
+    assert board.ok("specialist", [claim("req-1")], "specialist-2", at="2026-03-02T14:01:01Z")
+
+
+def test_a_reclaim_returns_the_request_to_awaiting_result_and_fences_the_old_holder() -> None:
+    board = opened()
+    generation = claimed(board)
+    outcome = board.ok("controller", [reclaim("req-1")])
+    assert outcome["items"][0]["fenced_generation"] == generation
+    assert outcome["items"][0]["fenced_holder"] == "specialist-1"
+    assert board.show()["pending_work"] == [{"request_id": "req-1", "status": "awaiting_result"}]
+    current = board.head
+    refused(board, "fenced", "specialist", [result("req-1", generation)], expected_version=current)
+    refused(board, "fenced", "specialist", [renew("req-1", generation)], expected_version=current)
+    again = board.ok("specialist", [claim("req-1")], "specialist-2")
+    assert again["items"][0]["generation"] == 2
+    refused(board, "fenced", "specialist", [result("req-1", 1)])
+
+
+def test_a_renewal_by_someone_other_than_the_holder_is_forbidden() -> None:
+    board = opened()
+    generation = claimed(board)
+    refused(board, "forbidden", "specialist", [renew("req-1", generation)], "specialist-2")
+    refused(board, "forbidden", "specialist", [result("req-1", generation)], "specialist-2")
+
+
+def test_the_holder_renews_and_then_delivers_its_result() -> None:
+    board = opened()
+    generation = claimed(board, lease_s=60)
+    board.clock.advance(50)
+    renewed = board.ok("specialist", [renew("req-1", generation, 120)])
+    assert renewed["items"][0]["lease_expires_at"] == "2026-03-02T14:02:50Z"
+    board.clock.advance(60)
+    refused(board, "lease_held", "specialist", [claim("req-1")], "specialist-2")
+    board.ok("specialist", [result("req-1", generation)])
+    assert board.work("req-1")["status"] == "completed"
+    assert board.show()["pending_work"] == []
+
+
+def test_a_failed_result_leaves_pending_work_and_is_not_shown_as_clean() -> None:
+    board = opened()
+    generation = claimed(board)
+    board.ok("specialist", [result("req-1", generation, "failed")])
+    assert board.show()["pending_work"] == []
+    assert board.work("req-1")["status"] == "failed"
+
+
+# -- limits
+
+
+def test_open_questions_are_bounded_by_max_open_questions() -> None:
+    board = opened(max_open_questions=2)
+    board.ok("planner", [question("q-1"), question("q-2")])
+    refused(board, "limit_exceeded", "planner", [question("q-3")])
+    board.ok("planner", [answer("q-1")])
+    board.ok("planner", [question("q-3")])
+
+
+def test_questions_within_one_contribution_count_against_the_limit() -> None:
+    board = opened(max_open_questions=2)
+    outcome = refused(board, "limit_exceeded", "planner", [question("q-1"), question("q-2"), question("q-3")])
+    assert outcome["field"] == "items[2]"
+
+
+def test_proposals_are_bounded_by_max_proposals() -> None:
+    board = opened(max_proposals=1)
+    board.ok("planner", [proposal("prop-1", 1)])
+    refused(board, "limit_exceeded", "planner", [proposal("prop-2", 1)])
+    board.ok("planner", [review("prop-1", "withdrawn")])
+    board.ok("planner", [proposal("prop-2", 1)])
+
+
+def test_pending_work_is_bounded_by_max_pending_work() -> None:
+    board = opened(max_pending_work=1)
+    generation = claimed(board)
+    refused(board, "limit_exceeded", "planner", [work_request("req-2")])
+    board.ok("specialist", [result("req-1", generation)])
+    board.ok("planner", [work_request("req-2")])
+
+
+# -- cycles
+
+
+def test_cycles_are_numbered_in_order_and_bounded_by_max_investigation_cycles() -> None:
+    board = opened(max_investigation_cycles=2)
+    refused(board, "invalid", "controller", [cycle(2)])
+    assert board.ok("controller", [cycle(1)])["items"][0]["cycles_left"] == 1
+    refused(board, "invalid", "controller", [cycle(1)])
+    board.ok("controller", [cycle(2)])
+    outcome = refused(board, "limit_exceeded", "controller", [cycle(3)])
+    assert "2" in outcome["message"]
+    assert board.show()["cycles_used"] == 2
+
+
+def test_no_new_work_is_scheduled_once_the_budget_is_exhausted() -> None:
+    board = opened()
+    board.ok("controller", [status("budget_exhausted")])
+    refused(board, "limit_exceeded", "planner", [work_request("req-1")])
+    refused(board, "limit_exceeded", "controller", [work_request("req-1")])
+    refused(board, "limit_exceeded", "controller", [cycle(1)])
+
+
+def test_reopening_an_exhausted_budget_resets_the_cycles() -> None:
+    board = opened(max_investigation_cycles=1)
+    board.ok("controller", [cycle(1)])
+    board.ok("controller", [status("budget_exhausted")])
+    board.ok("operator", [reopen("operator-2", max_investigation_cycles=3)])
+    projection = board.show()
+    assert projection["status"] == "investigating"
+    assert projection["cycles_used"] == 0
+    assert projection["runtime_limits"]["max_investigation_cycles"] == 3
+    board.ok("controller", [cycle(1)])
+    board.ok("planner", [work_request("req-1")])
+
+
+# -- selection
+
+
+def test_an_observation_beyond_capacity_is_recorded_but_not_selected() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    outcome = board.ok("specialist", [obs("obs-3")])
+    assert outcome["items"][0]["not_selected"] == [{"id": "obs-3", "reason": "max_selected_items reached"}]
+    projection = board.show()
+    assert projection["selected_items"]["observations"] == ["obs-1", "obs-2"]
+    assert board.observation("obs-3")["selected"] is False
+
+
+def test_derived_summaries_do_not_count_against_max_selected_items() -> None:
+    board = opened(max_selected_items=1)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("reporter", [obs("sum-1", derived_from=["obs-1"]), obs("sum-2", derived_from=["obs-1"])])
+    projection = board.show()
+    assert projection["selected_items"]["derived_summaries"] == ["sum-1", "sum-2"]
+    assert projection["counters"]["selected_items"] == 1
+    board.ok("specialist", [obs("obs-2")])
+    assert board.observation("obs-2")["selected"] is False
+
+
+def test_a_challenge_that_cannot_fit_escalates_to_human_review() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("specialist", [obs("obs-2")])
+    assert board.observation("obs-2")["selected"] is False
+    outcome = board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    projection = board.show()
+    assert projection["status"] == "human_review_required"
+    assert projection["selected_items"]["hypotheses"][0]["challenging_evidence"] == ["obs-2"]
+    assert projection["selected_items"]["hypotheses"][0]["status"] == "challenged"
+
+
+def test_a_challenge_that_fits_is_selected_rather_than_dropped() -> None:
+    board = opened(max_selected_items=5)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("controller", [selection(select=(), deselect=("obs-1",))])
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("controller", [selection(deselect=("obs-2",))])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert board.observation("obs-2")["selected"] is True
+    assert board.show()["status"] == "investigating"
+
+
+def test_deselecting_a_contradiction_of_a_selected_hypothesis_is_refused() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-2"])])
+    outcome = refused(board, "invalid", "controller", [selection(deselect=("obs-2",))])
+    assert outcome["field"] == "items[0].deselect[0]"
+    board.ok("controller", [selection(deselect=("obs-1",))])
+    board.ok("controller", [selection(deselect=("hyp-1", "obs-2"))])
+
+
+def test_a_selection_beyond_capacity_is_refused() -> None:
+    board = opened(max_selected_items=1)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    refused(board, "limit_exceeded", "controller", [selection(select=("obs-2",))])
+    board.ok("controller", [selection(select=("obs-2",), deselect=("obs-1",))])
+    assert board.show()["selected_items"]["observations"] == ["obs-2"]
+
+
+# -- closed workspace
+
+
+def closed_board() -> tuple[Board, int]:
+    board = opened()
+    generation = claimed(board)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("operator", [status("closed")])
+    return board, generation
+
+
+def test_a_late_observation_is_recorded_as_a_late_arrival_and_not_selected() -> None:
+    board, _ = closed_board()
+    outcome = board.ok("specialist", [obs("obs-late")])
+    assert outcome["items"][0]["late_arrival"] is True
+    projection = board.show()
+    assert projection["status"] == "closed"
+    assert "obs-late" not in projection["selected_items"]["observations"]
+    assert board.observation("obs-late")["late_arrival"] is True
+    assert board.observation("obs-late")["selected"] is False
+    assert [a["ref"] for a in projection["late_arrivals"]] == ["obs-late"]
+
+
+def test_a_late_work_result_is_recorded_as_a_late_arrival() -> None:
+    board, generation = closed_board()
+    body = {k: v for k, v in obs("obs-r").items() if k != "type"}
+    outcome = board.ok("specialist", [result("req-1", generation, observation=body)])
+    assert outcome["items"][0]["late_arrival"] is True
+    projection = board.show()
+    assert [a["type"] for a in projection["late_arrivals"]] == ["work_result", "observation"]
+    assert board.observation("obs-r")["selected"] is False
+    assert projection["status"] == "closed"
+
+
+@pytest.mark.parametrize(
+    ("role", "items"),
+    [
+        ("planner", [hyp("hyp-2")]),
+        ("planner", [link("obs-1", "hyp-1", "challenges")]),
+        ("planner", [question("q-1")]),
+        ("planner", [proposal("prop-1", 1)]),
+        ("planner", [work_request("req-2")]),
+        ("controller", [cycle(1)]),
+        ("operator", [status("investigating")]),
+        ("specialist", [obs("obs-late"), link("obs-late", "hyp-1")]),
+    ],
+)
+def test_other_items_are_refused_on_a_closed_workspace(role: str, items: list[dict[str, Any]]) -> None:
+    board, _ = closed_board()
+    refused(board, "workspace_closed", role, items)
+
+
+def test_reopen_is_explicit_by_an_operator_with_an_owner_and_a_new_budget() -> None:
+    board, _ = closed_board()
+    refused(board, "forbidden", "controller", [reopen()])
+    board.ok("operator", [reopen("operator-7", max_investigation_cycles=2, max_proposals=3)])
+    projection = board.show()
+    assert projection["status"] == "investigating"
+    assert projection["status_detail"]["owner"] == "operator-7"
+    assert projection["runtime_limits"]["max_investigation_cycles"] == 2
+    assert projection["runtime_limits"]["max_proposals"] == 3
+    board.ok("planner", [hyp("hyp-2")])
+
+
+def test_reopening_an_investigating_workspace_is_refused() -> None:
+    board = opened()
+    refused(board, "invalid", "operator", [reopen()])
+
+
+# -- reviews
+
+
+def test_a_retained_review_makes_a_proposal_current_again_and_keeps_its_basis() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+    board.ok("planner", [review("prop-1", "retained")])
+    record = next(p for p in board.show()["proposals"] if p["id"] == "prop-1")
+    assert record["status"] == "current"
+    assert record["based_on_workspace_version"] == 3
+    details = next(p for p in board.show()["proposal_records"] if p["id"] == "prop-1")
+    assert details["last_checked_against_version"] == board.head
+
+
+def test_a_stale_proposal_is_recorded_as_requires_revalidation() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    outcome = board.ok("planner", [proposal("prop-1", 3, "hyp-1")])
+    assert outcome["items"][0]["recorded_status"] == "requires_revalidation"
+    fresh = board.ok("planner", [proposal("prop-2", 4, "hyp-1")])
+    assert fresh["items"][0]["recorded_status"] == "current"
+
+
+def test_only_an_operator_accepts_and_only_with_expected_version_and_only_while_current() -> None:
+    board = opened()
+    supported_proposal(board)
+    refused(board, "forbidden", "planner", [review("prop-1", "accepted")], expected_version=board.head)
+    outcome = refused(board, "invalid", "operator", [review("prop-1", "accepted")])
+    assert outcome["field"] == "expected_version"
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    refused(board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head)
+    board.ok("planner", [review("prop-1", "retained")])
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    assert board.proposal_status("prop-1") == "accepted"
+
+
+def test_an_operator_may_not_record_a_planners_review() -> None:
+    board = opened()
+    supported_proposal(board)
+    refused(board, "forbidden", "operator", [review("prop-1", "retained")])
+
+
+def test_an_accepted_proposal_requires_revalidation_after_a_new_challenge() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    assert board.proposal_status("prop-1") == "accepted"
+    board.ok("specialist", [obs("obs-2")])
+    assert board.proposal_status("prop-1") == "accepted"
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+
+
+def test_a_withdrawn_proposal_cannot_be_reviewed_again() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("planner", [review("prop-1", "withdrawn")])
+    assert board.proposal_status("prop-1") == "withdrawn"
+    refused(board, "invalid", "planner", [review("prop-1", "retained")])
+
+
+# -- verification
+
+
+def checked(board: Board) -> None:
+    board.ok("planner", [work_request("check-1")])
+    board.ok("verifier", [claim("check-1")], "verifier-1")
+    board.ok("verifier", [result("check-1", 1)], "verifier-1")
+
+
+def test_the_author_of_a_hypothesis_may_not_verify_it() -> None:
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    outcome = refused(
+        board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "planner-1"
+    )
+    assert outcome["field"] == "items[0].claim"
+
+
+def test_a_verification_cites_a_completed_check() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("planner", [work_request("check-1")])
+    refused(board, "invalid", "verifier", [verification("hyp-1", "check-1", "confirmed")])
+
+
+def test_a_refutation_refutes_the_hypothesis_and_its_dependents_require_revalidation() -> None:
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    board.ok("planner", [proposal("prop-2", board.head, "obs-1")])
+    board.ok("verifier", [verification("hyp-1", "check-1", "refuted")])
+    assert board.hypothesis_status("hyp-1") == "refuted"
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+    assert board.proposal_status("prop-2") == "current"
+
+
+def test_a_confirmation_is_not_a_material_change() -> None:
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    board.ok("verifier", [verification("hyp-1", "check-1", "confirmed")])
+    assert board.hypothesis_status("hyp-1") == "confirmed"
+    assert board.proposal_status("prop-1") == "current"
+
+
+# -- freshness, constraints
+
+
+def test_an_expired_observation_is_stale_at_the_commit_time_and_its_dependents_require_revalidation() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1", expires_at="2026-03-02T14:10:00Z"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok(
+        "planner",
+        [proposal("prop-1", 3, "hyp-1"), proposal("prop-2", 3, "obs-1"), proposal("prop-3", 3, "obs-2")],
+    )
+    before = board.head
+    board.clock.advance(11 * 60)
+    assert board.proposal_status("prop-1") == "current"  # no commit since: the shown version's clock is 14:00
+    board.ok("specialist", [obs("obs-3")])
+    assert board.observation("obs-1")["stale"] is True
+    assert board.observation("obs-2")["stale"] is False
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+    assert board.proposal_status("prop-2") == "requires_revalidation"
+    assert board.proposal_status("prop-3") == "current"
+    assert board.observation("obs-1", before)["stale"] is False
+    assert board.proposal_status("prop-1", before) == "current"
+
+
+def test_a_constraints_change_makes_every_proposal_require_revalidation() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("planner", [proposal("prop-2", board.head)])
+    board.ok("operator", [{"type": "constraints", "goal": "Find why logins and payments fail"}])
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+    assert board.proposal_status("prop-2") == "requires_revalidation"
+    assert board.show()["goal"] == "Find why logins and payments fail"
+    board.ok("planner", [proposal("prop-3", board.head)])
+    assert board.proposal_status("prop-3") == "current"
+
+
+def test_unrelated_observations_and_bookkeeping_are_not_material() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("specialist", [obs("obs-9")])
+    board.ok("planner", [question("q-1", about="hyp-1"), work_request("req-1")])
+    board.ok("controller", [cycle(1)])
+    assert board.proposal_status("prop-1") == "current"
+
+
+# -- status transitions
+
+
+@pytest.mark.parametrize("to", ["supported_conclusion", "closed", "investigating"])
+def test_a_controller_may_not_set_an_operators_status(to: str) -> None:
+    board = opened()
+    outcome = refused(board, "forbidden", "controller", [status(to)])
+    assert outcome["field"] == "items[0].to"
+
+
+@pytest.mark.parametrize("to", ["evidence_incomplete", "budget_exhausted", "human_review_required"])
+def test_a_controller_sets_the_escalation_statuses(to: str) -> None:
+    board = opened()
+    board.ok("controller", [status(to)])
+    assert board.show()["status"] == to
+
+
+@pytest.mark.parametrize("role", ["planner", "specialist", "reporter", "verifier"])
+def test_other_roles_may_not_change_the_status(role: str) -> None:
+    refused(opened(), "forbidden", role, [status("evidence_incomplete")])
+
+
+def test_an_operator_sets_supported_conclusion_and_closes() -> None:
+    board = opened()
+    board.ok("operator", [status("supported_conclusion")])
+    assert board.show()["status"] == "supported_conclusion"
+    board.ok("operator", [status("closed")])
+    assert board.show()["status"] == "closed"
+
+
+def test_acceptance_judges_freshness_at_its_own_commit_time() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1", expires_at="2026-03-02T14:10:00Z")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("planner", [proposal("prop-1", 3, "hyp-1")])
+    board.clock.advance(10 * 60)
+    outcome = refused(
+        board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head
+    )
+    assert "requires_revalidation" in outcome["message"]
+
+
+def test_a_new_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
+    assert board.observation("obs-3")["selected"] is False
+    board.ok("controller", [selection(deselect=("obs-2",))])
+    outcome = board.ok(
+        "planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])]
+    )
+    assert outcome["items"][0]["selected"] == ["hyp-1"]
+    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    assert board.show()["status"] == "human_review_required"
+
+
+def test_a_challenge_to_an_unselected_hypothesis_does_not_escalate() -> None:
+    board = opened(max_selected_items=1)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1")])
+    assert board.show()["selected_items"]["hypotheses"] == []
+    outcome = board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert "escalated" not in outcome["items"][0]
+    assert board.show()["status"] == "investigating"
+
+
+def test_selecting_a_hypothesis_while_deselecting_its_contradiction_is_refused() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-2"])])
+    assert board.show()["selected_items"]["hypotheses"] == []
+    outcome = refused(board, "invalid", "controller", [selection(select=("hyp-1",), deselect=("obs-2",))])
+    assert outcome["field"] == "items[0].deselect[0]"
+
+
+def test_selecting_a_hypothesis_keeps_its_contradiction_selected() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
+    assert board.show()["selected_items"]["hypotheses"] == []
+    board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
+    outcome = board.ok("controller", [selection(select=("hyp-1",))])
+    assert outcome["items"][0]["selected"] == ["hyp-1", "obs-3"]
+    projection = board.show()
+    assert "obs-3" in projection["selected_items"]["observations"]
+    assert projection["status"] == "investigating"
+
+
+def test_selecting_a_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
+    board.ok("controller", [selection(deselect=("obs-3",))])
+    outcome = board.ok("controller", [selection(select=("hyp-1",))])
+    assert outcome["items"][0]["selected"] == ["hyp-1"]
+    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    assert board.show()["status"] == "human_review_required"
+
+
+def test_a_planners_retained_review_does_not_silently_revoke_an_acceptance() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    outcome = refused(board, "invalid", "planner", [review("prop-1", "retained")])
+    assert "accepted" in outcome["message"]
+    assert board.proposal_status("prop-1") == "accepted"
+
+
+def test_retaining_an_accepted_proposal_that_needs_revalidation_makes_it_current_again() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    board.ok("planner", [review("prop-1", "retained")])
+    assert board.proposal_status("prop-1") == "current"
+    board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
+    assert board.proposal_status("prop-1") == "accepted"
+
+
+def test_a_holder_whose_lease_lapsed_may_still_renew_while_nobody_else_claimed() -> None:
+    board = opened()
+    generation = claimed(board, lease_s=60)
+    board.clock.advance(120)
+    assert board.work("req-1")["lease_lapsed"] is False  # judged as of the last commit, at 14:00:00
+    board.ok("specialist", [renew("req-1", generation)])
+    assert board.work("req-1")["lease_expires_at"] == "2026-03-02T14:07:00Z"
+
+
+def test_a_claim_and_its_result_in_one_contribution_land_together() -> None:
+    board = opened()
+    board.ok("planner", [work_request("req-1")])
+    outcome = board.ok("specialist", [claim("req-1"), result("req-1", 1)])
+    assert [i["generation"] for i in outcome["items"]] == [1, 1]
+    assert board.work("req-1")["status"] == "completed"
+
+
+def test_a_result_for_a_completed_request_is_fenced() -> None:
+    board = opened()
+    generation = claimed(board)
+    board.ok("specialist", [result("req-1", generation)])
+    refused(board, "fenced", "specialist", [result("req-1", generation, "failed")])
+    assert board.work("req-1")["status"] == "completed"
+
+
+def test_a_selection_that_shrinks_an_over_full_selection_is_accepted_after_the_limit_is_lowered() -> None:
+    board = opened(max_selected_items=4)
+    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3"), obs("obs-4")])
+    board.ok("operator", [{"type": "constraints", "runtime_limits": {"max_selected_items": 2}}])
+    board.ok("controller", [selection(deselect=("obs-1",))])
+    assert board.show()["counters"]["selected_items"] == 3
+    refused(board, "limit_exceeded", "controller", [selection(select=("obs-1",))])
+    board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
+    assert board.show()["selected_items"]["observations"] == ["obs-4"]
+
+
+def test_a_result_whose_query_did_not_complete_is_not_shown_as_clean() -> None:
+    board = opened()
+    generation = claimed(board)
+    query = {"time_range": ["2026-03-02T13:30:00Z", "2026-03-02T14:00:00Z"], "completed": False}
+    board.ok("specialist", [result("req-1", generation, query=query)])
+    assert board.work("req-1")["status"] == "completed"
+    assert board.work("req-1")["query_completed"] is False
