@@ -85,23 +85,28 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
 
 
 def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
+    if not line.isascii() and not _is_utf8(line):
+        return _refused_here(workspace_id, Refused(
+            Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$"
+        ))  # fmt: skip
     try:
-        if not line.isascii() and not _is_utf8(line):
-            raise Refused(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
         contribution = parse_contribution(_with_workspace(line, workspace_id))
-        if contribution.workspace_id != workspace_id:
-            raise Refused(
-                Reason.INVALID,
-                f"workspace_id: the contribution names {contribution.workspace_id!r} "
-                f"but is submitted to {workspace_id!r}",
-                field="workspace_id",
-            )
-    except Refused as refusal:  # refused before reaching the coordinator: logged here as it would be there
-        logger.info("contribution_refused", workspace_id=workspace_id, reason=refusal.reason.value,
-                    field=refusal.field)  # fmt: skip
+    except Refused as refusal:  # parse_contribution has logged it
         return refusal.to_outcome()
+    if contribution.workspace_id != workspace_id:
+        return _refused_here(workspace_id, Refused(
+            Reason.INVALID,
+            f"workspace_id: the contribution names {contribution.workspace_id!r} but is submitted to {workspace_id!r}",
+            field="workspace_id",
+        ))  # fmt: skip
     result: dict[str, Any] = coordinator.submit(contribution)
     return result
+
+
+def _refused_here(workspace_id: str, refusal: Refused) -> dict[str, Any]:
+    """A line refused before parsing or routing is logged as the coordinator logs its refusals."""
+    logger.info("contribution_refused", workspace_id=workspace_id, reason=refusal.reason.value, field=refusal.field)
+    return refusal.to_outcome()
 
 
 def _is_utf8(line: str) -> bool:

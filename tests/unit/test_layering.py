@@ -116,13 +116,17 @@ for name in sorted(n for n in third_party if not n.startswith("caseboard")):
 
 seen = {"env": [], "sqlite": [], "socket": []}
 
+def note(key):  # a read made by caseboard's own code (libraries read their own settings, e.g. pydantic)
+    if "/caseboard/" in sys._getframe(2).f_code.co_filename:
+        seen["env"].append(key)
+
 class Recorder(dict):
     def __getitem__(self, key):
-        seen["env"].append(key); return super().__getitem__(key)
+        note(key); return super().__getitem__(key)
     def get(self, key, default=None):
-        seen["env"].append(key); return super().get(key, default)
+        note(key); return super().get(key, default)
     def __contains__(self, key):
-        seen["env"].append(key); return super().__contains__(key)
+        note(key); return super().__contains__(key)
 
 os.environ = Recorder(os.environ)
 real_connect = sqlite3.connect
