@@ -1,3 +1,4 @@
 from caseboard.cli.main import run
 
-run()
+if __name__ == "__main__":
+    run()
