@@ -33,7 +33,7 @@ def whoami(who: CallerDep) -> Whoami:
 
 @router.get(
     "/workspaces/{workspace_id}", response_model=Projection, summary="The projection, at the head or any version",
-    responses={200: {"content": {"application/yaml": {"schema": {"type": "string"}}},
+    responses={200: {"content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/Projection"}}},
                      "description": "the projection (JSON, or YAML by Accept or ?format=yaml)"}, **ERROR_RESPONSES},
 )  # fmt: skip
 def projection(
