@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from caseboard.api.models import Refusal
+from caseboard.domain.items import ITEM_TYPES
 from caseboard.domain.errors import (
     CaseboardError,
     LedgerUnavailable,
@@ -92,11 +93,25 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
     assert isinstance(error, RequestValidationError)
     problems = error.errors()
     first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
-    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-    field = ".".join(loc) or "$"
+    field = _path(tuple(first.get("loc", ())))
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{field}: {first.get('msg')}{more}", "field": field}
     return JSONResponse(body, status_code=422)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """``("body", "items", 0, "observation", "statement")`` -> ``items[0].statement``, as the CLI names fields."""
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ITEM_TYPES and out.endswith("]"):
+            continue  # the discriminator pydantic adds to the location, not a field
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "$"
 
 
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
