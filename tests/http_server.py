@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 
 from caseboard.api import create_app
+from caseboard.api.embedded import serve_in_thread
 from caseboard.app import App, build_app
 from caseboard.domain.items import Role
 from caseboard.keys import KeyStore, open_key_store
@@ -61,24 +59,14 @@ def running_server(database_url: str, *, trust_timestamps: bool = False) -> Iter
     app = build_app(Settings(), database_url=database_url)
     keys = open_key_store(database_url)
     api = create_app(app, keys, trust_timestamps=trust_timestamps, poll_interval_s=0.05)
-    config = uvicorn.Config(api, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none",
-                            access_log=False)  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="caseboard-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    running = RunningServer(f"http://127.0.0.1:{port}", app, keys)
     try:
-        yield running
+        with serve_in_thread(api) as base_url:
+            running = RunningServer(base_url, app, keys)
+            try:
+                yield running
+            finally:
+                for client in running.clients:
+                    client.close()
     finally:
-        for client in running.clients:
-            client.close()
-        server.should_exit = True
-        thread.join(timeout=20)
         keys.close()
         app.close()

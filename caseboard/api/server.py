@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from caseboard.api import routes_events, routes_ops, routes_read, routes_write
 from caseboard.api.errors import ApiError, on_api_error, on_caseboard_error, on_validation_error
 from caseboard.api.metrics import MetricsMiddleware
-from caseboard.api.services import Services
+from caseboard.api.services import KeyCache, Services
 from caseboard.app import App
 from caseboard.domain.errors import CaseboardError
 from caseboard.keys import KeyStore
@@ -24,9 +24,15 @@ a missing one. Every error body is `{"ok": false, "reason": <token>, "message": 
 
 
 def create_app(
-    app: App, keys: KeyStore, *, trust_timestamps: bool = False, poll_interval_s: float = 0.2
+    app: App,
+    keys: KeyStore,
+    *,
+    trust_timestamps: bool = False,
+    poll_interval_s: float = 0.2,
+    key_cache_s: float = 1.0,
 ) -> FastAPI:
-    services = Services(app=app, keys=keys, trust_timestamps=trust_timestamps, poll_interval_s=poll_interval_s)
+    services = Services(app=app, keys=keys, trust_timestamps=trust_timestamps, poll_interval_s=poll_interval_s,
+                        key_cache=KeyCache(key_cache_s))  # fmt: skip
     api = FastAPI(title="caseboard", version="1", description=DESCRIPTION)
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):

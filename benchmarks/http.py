@@ -1,0 +1,155 @@
+"""HTTP submit throughput and p99 latency, against the same commits made in-process in the same run.
+
+Both sides commit the same contributions (one observation each) to PostgreSQL, from the same number of
+concurrent writers, each on its own workspace. The HTTP side is ``caseboard serve`` in its own process (as
+deployed: uvicorn, authentication, body validation, JSON), driven over one keep-alive connection per writer
+(``http.client``, light on the shared CPU); the in-process side calls ``Coordinator.submit`` directly.
+Logging is at ``warning`` on both sides. ``http_vs_inprocess`` is the ratio of commits per second (goal
+>= 0.5).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from benchmarks.context import BenchContext, median
+from caseboard.app import build_app
+from caseboard.coordinator import parse_contribution
+from caseboard.domain.items import Role
+from caseboard.keys import open_key_store
+from caseboard.logs import configure_logging
+from caseboard.settings import Settings
+
+WRITERS = 4
+LIMITS = {"max_selected_items": 10**6, "max_investigation_cycles": 6, "max_open_questions": 10,
+          "max_proposals": 10, "max_pending_work": 10}  # fmt: skip
+
+
+def _open(workspace_id: str) -> dict[str, Any]:
+    return {"workspace_id": workspace_id, "author": {"principal": "operator", "role": "operator"},
+            "items": [{"type": "open", "goal": "benchmark", "runtime_limits": LIMITS, "execution_mode": "read_only",
+                       "scope": {"tenant_id": "bench", "environment": "bench", "service": "bench"}}]}  # fmt: skip
+
+
+def _observation(obs_id: str) -> dict[str, Any]:
+    return {"type": "observation", "id": obs_id, "statement": "authentication failures on payments-api-3",
+            "source": {"system": "auth-logs", "instance": "payments-api-3"}, "event_time": "2026-03-02T13:57:00Z",
+            "event_time_quality": "verified", "evidence_ref": f"artifact://logs/{obs_id}"}  # fmt: skip
+
+
+def _run_writers(writers: int, commits: int, submit: Callable[[int, int], None]) -> tuple[float, list[float]]:
+    """Each writer makes ``commits`` submissions; returns (commits per second, latencies in seconds)."""
+    barrier = threading.Barrier(writers + 1)
+    latencies: list[list[float]] = [[] for _ in range(writers)]
+
+    def writer(n: int) -> None:
+        barrier.wait()
+        for i in range(commits):
+            started = time.perf_counter()
+            submit(n, i)
+            latencies[n].append(time.perf_counter() - started)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return writers * commits / elapsed, [x for per in latencies for x in per]
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+@contextmanager
+def _server_process(database_url: str) -> Iterator[int]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": database_url, "CASEBOARD_LOG_LEVEL": "warning"}
+    process = subprocess.Popen([sys.executable, "-m", "caseboard", "serve", "--port", str(port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                connection.request("GET", "/health")
+                if connection.getresponse().status == 200:
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"caseboard serve did not start: {process.stderr.read() if process.stderr else ''}")
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run(ctx: BenchContext) -> dict[str, float]:
+    configure_logging("warning")
+    commits = 25 if ctx.quick else 300
+    http_rates, local_rates, http_p99s, local_p99s = [], [], [], []
+    for round_number in range(ctx.rounds):
+        with ctx.fresh_schema() as url:
+            app = build_app(Settings(), database_url=url)
+            keys = open_key_store(url)
+            try:
+                coordinator = app.coordinator()
+                for n in range(WRITERS):
+                    for side in ("local", "http"):
+                        assert coordinator.submit(parse_contribution(_open(f"{side}-{n}")))["ok"]
+
+                def local(n: int, i: int) -> None:
+                    outcome = coordinator.submit(parse_contribution({
+                        "workspace_id": f"local-{n}", "author": {"principal": f"specialist-{n}", "role": "specialist"},
+                        "items": [_observation(f"obs-{i}")]}))  # fmt: skip
+                    assert outcome["ok"], outcome
+
+                local_rate, local_latencies = _run_writers(WRITERS, commits, local)
+                tokens = [keys.create(f"specialist-{n}", (Role.SPECIALIST,), "bench").token for n in range(WRITERS)]
+                with _server_process(url) as port:
+                    connections = [http.client.HTTPConnection("127.0.0.1", port) for _ in range(WRITERS)]
+
+                    def remote(n: int, i: int) -> None:
+                        body = json.dumps({"items": [_observation(f"obs-{i}")]})
+                        connections[n].request("POST", f"/workspaces/http-{n}/contributions", body=body, headers={
+                            "Authorization": f"Bearer {tokens[n]}", "Content-Type": "application/json"})  # fmt: skip
+                        response = connections[n].getresponse()
+                        payload = response.read()
+                        assert response.status == 201, payload
+
+                    http_rate, http_latencies = _run_writers(WRITERS, commits, remote)
+                    for connection in connections:
+                        connection.close()
+            finally:
+                keys.close()
+                app.close()
+        print(f"  round {round_number + 1}: in-process {local_rate:.0f} commits/s (p99 {_p99(local_latencies) * 1000:.1f} ms),"
+              f" HTTP {http_rate:.0f} commits/s (p99 {_p99(http_latencies) * 1000:.1f} ms), {WRITERS} writers", flush=True)  # fmt: skip
+        http_rates.append(http_rate)
+        local_rates.append(local_rate)
+        http_p99s.append(_p99(http_latencies) * 1000)
+        local_p99s.append(_p99(local_latencies) * 1000)
+    return {
+        "http_submit_per_s": median(http_rates),
+        "inprocess_submit_per_s": median(local_rates),
+        "http_vs_inprocess": median([h / l for h, l in zip(http_rates, local_rates, strict=True)]),
+        "http_submit_p99_ms": median(http_p99s),
+        "inprocess_submit_p99_ms": median(local_p99s),
+    }
