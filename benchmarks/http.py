@@ -31,20 +31,41 @@ from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 WRITERS = 4
-LIMITS = {"max_selected_items": 10**6, "max_investigation_cycles": 6, "max_open_questions": 10,
-          "max_proposals": 10, "max_pending_work": 10}  # fmt: skip
+LIMITS = {
+    "max_selected_items": 10**6,
+    "max_investigation_cycles": 6,
+    "max_open_questions": 10,
+    "max_proposals": 10,
+    "max_pending_work": 10,
+}
 
 
 def _open(workspace_id: str) -> dict[str, Any]:
-    return {"workspace_id": workspace_id, "author": {"principal": "operator", "role": "operator"},
-            "items": [{"type": "open", "goal": "benchmark", "runtime_limits": LIMITS, "execution_mode": "read_only",
-                       "scope": {"tenant_id": "bench", "environment": "bench", "service": "bench"}}]}  # fmt: skip
+    return {
+        "workspace_id": workspace_id,
+        "author": {"principal": "operator", "role": "operator"},
+        "items": [
+            {
+                "type": "open",
+                "goal": "benchmark",
+                "runtime_limits": LIMITS,
+                "execution_mode": "read_only",
+                "scope": {"tenant_id": "bench", "environment": "bench", "service": "bench"},
+            }
+        ],
+    }
 
 
 def _observation(obs_id: str) -> dict[str, Any]:
-    return {"type": "observation", "id": obs_id, "statement": "authentication failures on payments-api-3",
-            "source": {"system": "auth-logs", "instance": "payments-api-3"}, "event_time": "2026-03-02T13:57:00Z",
-            "event_time_quality": "verified", "evidence_ref": f"artifact://logs/{obs_id}"}  # fmt: skip
+    return {
+        "type": "observation",
+        "id": obs_id,
+        "statement": "authentication failures on payments-api-3",
+        "source": {"system": "auth-logs", "instance": "payments-api-3"},
+        "event_time": "2026-03-02T13:57:00Z",
+        "event_time_quality": "verified",
+        "evidence_ref": f"artifact://logs/{obs_id}",
+    }
 
 
 def _run_writers(writers: int, commits: int, submit: Callable[[int, int], None]) -> tuple[float, list[float]]:
@@ -81,8 +102,12 @@ def _server_process(database_url: str) -> Iterator[int]:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     env = {**os.environ, "CASEBOARD_DATABASE_URL": database_url, "CASEBOARD_LOG_LEVEL": "warning"}
-    process = subprocess.Popen([sys.executable, "-m", "caseboard", "serve", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "caseboard", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -91,14 +116,58 @@ def _server_process(database_url: str) -> Iterator[int]:
                 connection.request("GET", "/health")
                 if connection.getresponse().status == 200:
                     break
-            except OSError:
+            except OSError as error:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"caseboard serve did not start: {process.stderr.read() if process.stderr else ''}")
+                    reason = process.stderr.read() if process.stderr else b""
+                    raise RuntimeError(f"caseboard serve did not start: {reason!r}") from error
                 time.sleep(0.05)
         yield port
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def _submit_body(workspace_id: str, writer: int, i: int) -> dict[str, Any]:
+    author = {"principal": f"specialist-{writer}", "role": "specialist"}
+    return {"workspace_id": workspace_id, "author": author, "items": [_observation(f"obs-{i}")]}
+
+
+def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[float, list[float]]]:
+    """One round on a fresh schema: ((in-process rate, latencies), (HTTP rate, latencies))."""
+    app = build_app(Settings(), database_url=url)
+    keys = open_key_store(url)
+    try:
+        coordinator = app.coordinator()
+        for n in range(WRITERS):
+            for side in ("local", "http"):
+                assert coordinator.submit(parse_contribution(_open(f"{side}-{n}")))["ok"]
+
+        def local(n: int, i: int) -> None:
+            outcome = coordinator.submit(parse_contribution(_submit_body(f"local-{n}", n, i)))
+            assert outcome["ok"], outcome
+
+        in_process = _run_writers(WRITERS, commits, local)
+        tokens = [keys.create(f"specialist-{n}", (Role.SPECIALIST,), "bench").token for n in range(WRITERS)]
+        with _server_process(url) as port:
+            connections = [http.client.HTTPConnection("127.0.0.1", port) for _ in range(WRITERS)]
+
+            def remote(n: int, i: int) -> None:
+                body = json.dumps({"items": [_observation(f"obs-{i}")]})
+                headers = {"Authorization": f"Bearer {tokens[n]}", "Content-Type": "application/json"}
+                connections[n].request(
+                    "POST", f"/workspaces/http-{n}/contributions", body=body, headers=headers
+                )
+                response = connections[n].getresponse()
+                payload = response.read()
+                assert response.status == 201, payload
+
+            over_http = _run_writers(WRITERS, commits, remote)
+            for connection in connections:
+                connection.close()
+        return in_process, over_http
+    finally:
+        keys.close()
+        app.close()
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
@@ -107,49 +176,20 @@ def run(ctx: BenchContext) -> dict[str, float]:
     http_rates, local_rates, http_p99s, local_p99s = [], [], [], []
     for round_number in range(ctx.rounds):
         with ctx.fresh_schema() as url:
-            app = build_app(Settings(), database_url=url)
-            keys = open_key_store(url)
-            try:
-                coordinator = app.coordinator()
-                for n in range(WRITERS):
-                    for side in ("local", "http"):
-                        assert coordinator.submit(parse_contribution(_open(f"{side}-{n}")))["ok"]
-
-                def local(n: int, i: int) -> None:
-                    outcome = coordinator.submit(parse_contribution({
-                        "workspace_id": f"local-{n}", "author": {"principal": f"specialist-{n}", "role": "specialist"},
-                        "items": [_observation(f"obs-{i}")]}))  # fmt: skip
-                    assert outcome["ok"], outcome
-
-                local_rate, local_latencies = _run_writers(WRITERS, commits, local)
-                tokens = [keys.create(f"specialist-{n}", (Role.SPECIALIST,), "bench").token for n in range(WRITERS)]
-                with _server_process(url) as port:
-                    connections = [http.client.HTTPConnection("127.0.0.1", port) for _ in range(WRITERS)]
-
-                    def remote(n: int, i: int) -> None:
-                        body = json.dumps({"items": [_observation(f"obs-{i}")]})
-                        connections[n].request("POST", f"/workspaces/http-{n}/contributions", body=body, headers={
-                            "Authorization": f"Bearer {tokens[n]}", "Content-Type": "application/json"})  # fmt: skip
-                        response = connections[n].getresponse()
-                        payload = response.read()
-                        assert response.status == 201, payload
-
-                    http_rate, http_latencies = _run_writers(WRITERS, commits, remote)
-                    for connection in connections:
-                        connection.close()
-            finally:
-                keys.close()
-                app.close()
-        print(f"  round {round_number + 1}: in-process {local_rate:.0f} commits/s (p99 {_p99(local_latencies) * 1000:.1f} ms),"
-              f" HTTP {http_rate:.0f} commits/s (p99 {_p99(http_latencies) * 1000:.1f} ms), {WRITERS} writers", flush=True)  # fmt: skip
+            (local_rate, local_latencies), (http_rate, http_latencies) = _round(url, commits)
         http_rates.append(http_rate)
         local_rates.append(local_rate)
         http_p99s.append(_p99(http_latencies) * 1000)
         local_p99s.append(_p99(local_latencies) * 1000)
+        print(
+            f"  round {round_number + 1}, {WRITERS} writers: in-process {local_rate:.0f} commits/s "
+            f"(p99 {local_p99s[-1]:.1f} ms), HTTP {http_rate:.0f} commits/s (p99 {http_p99s[-1]:.1f} ms)",
+            flush=True,
+        )
     return {
         "http_submit_per_s": median(http_rates),
         "inprocess_submit_per_s": median(local_rates),
-        "http_vs_inprocess": median([h / l for h, l in zip(http_rates, local_rates, strict=True)]),
+        "http_vs_inprocess": median([h / i for h, i in zip(http_rates, local_rates, strict=True)]),
         "http_submit_p99_ms": median(http_p99s),
         "inprocess_submit_p99_ms": median(local_p99s),
     }

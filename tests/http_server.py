@@ -16,8 +16,13 @@ from caseboard.domain.items import Role
 from caseboard.keys import KeyStore, open_key_store
 from caseboard.settings import Settings
 
-LIMITS = {"max_selected_items": 20, "max_investigation_cycles": 6, "max_open_questions": 10, "max_proposals": 10,
-          "max_pending_work": 10}  # fmt: skip
+LIMITS = {
+    "max_selected_items": 20,
+    "max_investigation_cycles": 6,
+    "max_open_questions": 10,
+    "max_proposals": 10,
+    "max_pending_work": 10,
+}
 
 
 @dataclass
@@ -43,15 +48,25 @@ class RunningServer:
 
 
 def open_body(workspace_id: str, tenant: str = "tenant-a", **extra: Any) -> dict[str, Any]:
-    return {"workspace_id": workspace_id, "scope": {"tenant_id": tenant, "environment": "production",
-            "service": "payments-api"}, "goal": "Find the failure mechanism", "runtime_limits": LIMITS, **extra}  # fmt: skip
+    return {
+        "workspace_id": workspace_id,
+        "scope": {"tenant_id": tenant, "environment": "production", "service": "payments-api"},
+        "goal": "Find the failure mechanism",
+        "runtime_limits": LIMITS,
+        **extra,
+    }
 
 
 def observation(obs_id: str, statement: str = "auth failures on payments-api-3") -> dict[str, Any]:
-    return {"type": "observation", "id": obs_id, "statement": statement,
-            "source": {"system": "auth-logs", "instance": "payments-api-3"},
-            "event_time": "2026-03-02T13:57:00Z", "event_time_quality": "verified",
-            "evidence_ref": f"artifact://logs/{obs_id}"}  # fmt: skip
+    return {
+        "type": "observation",
+        "id": obs_id,
+        "statement": statement,
+        "source": {"system": "auth-logs", "instance": "payments-api-3"},
+        "event_time": "2026-03-02T13:57:00Z",
+        "event_time_quality": "verified",
+        "evidence_ref": f"artifact://logs/{obs_id}",
+    }
 
 
 @contextmanager

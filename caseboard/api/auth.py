@@ -2,8 +2,9 @@
 
 ``Authorization: Bearer <token>`` names the key. A key that authenticated is remembered for
 ``key_cache_s`` (1 s by default) by the SHA-256 of its token, so a revocation takes effect in every
-process within that time, and a busy client costs no database round trip per request. A key with one role acts in it; a key with several must
-say which with ``X-Caseboard-Role``, and only a role it holds. Nothing in a body can change any of this.
+process within that time, and a busy client costs no database round trip per request. A key with one
+role acts in it; a key with several must say which with ``X-Caseboard-Role``, and only a role it holds.
+Nothing in a body can change any of this.
 
 ``workspace_tenant`` is the single place that decides whether a workspace is visible to a caller: one that
 does not exist and one of another tenant get the same 404, on every endpoint.
@@ -58,7 +59,9 @@ async def caller(
 ) -> Caller:
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
-        raise ApiError("unauthenticated", "an API key is required: Authorization: Bearer <token>", headers=challenge)
+        raise ApiError(
+            "unauthenticated", "an API key is required: Authorization: Bearer <token>", headers=challenge
+        )
     svc: Services = request.app.state.services
     key = svc.key_cache.get(credentials.credentials)
     if key is None:
@@ -69,11 +72,17 @@ async def caller(
         raise ApiError("unauthenticated", "the API key is unknown or revoked", headers=challenge)
     if role is None:
         if len(key.roles) != 1:
-            raise ApiError(Reason.INVALID, f"this key holds several roles ({', '.join(key.roles)}): name the one "
-                           f"to act in with {ROLE_HEADER}", field=ROLE_HEADER)  # fmt: skip
+            raise ApiError(
+                Reason.INVALID,
+                f"this key holds several roles ({', '.join(key.roles)}): name the one "
+                f"to act in with {ROLE_HEADER}",
+                field=ROLE_HEADER,
+            )
         return Caller(key, key.roles[0])
     if role not in {r.value for r in key.roles}:
-        raise ApiError(Reason.FORBIDDEN, f"this key may act as {', '.join(key.roles)}, not {role!r}", field=ROLE_HEADER)
+        raise ApiError(
+            Reason.FORBIDDEN, f"this key may act as {', '.join(key.roles)}, not {role!r}", field=ROLE_HEADER
+        )
     return Caller(key, Role(role))
 
 

@@ -8,7 +8,7 @@ line prints, with a status code chosen per token (docs/adr/0030-http-api.md):
     limit_exceeded, workspace_exists
     forbidden                                                           403  the role may not do this
     invalid, unknown_reference                                          422  fix the body or query
-    unknown_workspace                                                   404  also for another tenant's workspace
+    unknown_workspace                                                   404  also another tenant's workspace
     unauthenticated                                                     401  no key, or a revoked or wrong one
     unavailable                                                         503  the ledger cannot be reached
 """
@@ -22,7 +22,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from caseboard.api.models import Refusal
-from caseboard.domain.items import ITEM_TYPES
 from caseboard.domain.errors import (
     CaseboardError,
     LedgerUnavailable,
@@ -32,6 +31,7 @@ from caseboard.domain.errors import (
     UnknownWorkspace,
     VersionOutOfRange,
 )
+from caseboard.domain.items import ITEM_TYPES
 
 STATUS: dict[str, int] = {
     Reason.VERSION_CONFLICT: 409,
@@ -55,18 +55,26 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": Refusal, "description": "no API key, or an unknown or revoked one (`unauthenticated`)"},
     403: {"model": Refusal, "description": "the key's role may not do this (`forbidden`)"},
     404: {"model": Refusal, "description": "no such workspace for this key's tenant (`unknown_workspace`)"},
-    422: {"model": Refusal, "description": "the request does not fit the contract (`invalid`, `unknown_reference`)"},
+    422: {
+        "model": Refusal,
+        "description": "the request does not fit the contract (`invalid`, `unknown_reference`)",
+    },
     503: {"model": Refusal, "description": "the ledger cannot be reached (`unavailable`)"},
 }
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
-    409: {"model": Refusal, "description": "the workspace moved, is held, closed or at a limit (see `reason`)"},
+    409: {
+        "model": Refusal,
+        "description": "the workspace moved, is held, closed or at a limit (see `reason`)",
+    },
 }
 
 
 class ApiError(Exception):
     """A refusal decided by the HTTP layer (authentication, role header, tenant)."""
 
-    def __init__(self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.body: dict[str, Any] = {"ok": False, "reason": reason, "message": message}
         if field is not None:
@@ -95,12 +103,17 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
     first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
     field = _path(tuple(first.get("loc", ())))
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{field}: {first.get('msg')}{more}", "field": field}
+    body = {
+        "ok": False,
+        "reason": Reason.INVALID.value,
+        "message": f"{field}: {first.get('msg')}{more}",
+        "field": field,
+    }
     return JSONResponse(body, status_code=422)
 
 
 def _path(loc: tuple[Any, ...]) -> str:
-    """``("body", "items", 0, "observation", "statement")`` -> ``items[0].statement``, as the CLI names fields."""
+    """``("body", "items", 0, "observation", "statement")`` -> ``items[0].statement``, as the CLI says."""
     if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
         loc = loc[1:]
     out = ""

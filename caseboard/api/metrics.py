@@ -22,7 +22,7 @@ class Metrics:
         self.refusals: Counter[str] = Counter()
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.buckets: dict[str, list[int]] = {}
-        self.sums: Counter[str] = Counter()
+        self.sums: dict[str, float] = {}
         self.counts: Counter[str] = Counter()
 
     def outcome(self, outcome: dict[str, Any]) -> None:
@@ -40,7 +40,7 @@ class Metrics:
             for index, bound in enumerate(BUCKETS):
                 if seconds <= bound:
                     counts[index] += 1
-            self.sums[route] += seconds
+            self.sums[route] = self.sums.get(route, 0.0) + seconds
             self.counts[route] += 1
 
     def render(self) -> str:
@@ -54,17 +54,21 @@ class Metrics:
                 *(f'caseboard_refusals_total{{reason="{r}"}} {n}' for r, n in sorted(self.refusals.items())),
                 "# HELP caseboard_http_requests_total HTTP requests, by method, route template and status.",
                 "# TYPE caseboard_http_requests_total counter",
-                *(f'caseboard_http_requests_total{{method="{m}",route="{r}",status="{s}"}} {n}'
-                  for (m, r, s), n in sorted(self.requests.items())),
+                *(
+                    f'caseboard_http_requests_total{{method="{m}",route="{r}",status="{s}"}} {n}'
+                    for (m, r, s), n in sorted(self.requests.items())
+                ),
                 "# HELP caseboard_http_request_duration_seconds HTTP request latency, by route template.",
                 "# TYPE caseboard_http_request_duration_seconds histogram",
-            ]  # fmt: skip
+            ]
             for route, counts in sorted(self.buckets.items()):
+                name = f'caseboard_http_request_duration_seconds_bucket{{route="{route}"'
                 for bound, count in zip(BUCKETS, counts, strict=True):
-                    lines.append(f'caseboard_http_request_duration_seconds_bucket{{route="{route}",le="{bound}"}} {count}')
-                lines.append(f'caseboard_http_request_duration_seconds_bucket{{route="{route}",le="+Inf"}} {self.counts[route]}')
-                lines.append(f'caseboard_http_request_duration_seconds_sum{{route="{route}"}} {self.sums[route]:.6f}')
-                lines.append(f'caseboard_http_request_duration_seconds_count{{route="{route}"}} {self.counts[route]}')
+                    lines.append(f'{name},le="{bound}"}} {count}')
+                lines.append(f'{name},le="+Inf"}} {self.counts[route]}')
+                label = f'{{route="{route}"}}'
+                lines.append(f"caseboard_http_request_duration_seconds_sum{label} {self.sums[route]:.6f}")
+                lines.append(f"caseboard_http_request_duration_seconds_count{label} {self.counts[route]}")
         return "\n".join(lines) + "\n"
 
 

@@ -26,14 +26,17 @@ class _Open(BaseModel):
 class ContributionRequest(_Request):
     """A contribution as submitted over HTTP. The author comes from the API key, never from the body."""
 
-    workspace_id: Id | None = Field(None, description="optional; when present it must name the workspace in the path")
+    workspace_id: Id | None = Field(
+        None, description="optional; when present it must name the workspace in the path"
+    )
     author: dict[str, Any] | None = Field(
         None, description="ignored: the author is the API key's principal and the role it acts in"
     )
     expected_version: Annotated[int, Field(ge=1)] | None = None
     idempotency_key: IdempotencyKey | None = None
     at: AwareDatetime | None = Field(
-        None, description="honoured only by a server started with --trust-timestamps (importing recorded incidents)"
+        None,
+        description="honoured only by a server started with --trust-timestamps (recorded incidents)",
     )
     items: Annotated[tuple[Item, ...], Field(min_length=1, max_length=MAX_ITEMS)]
 

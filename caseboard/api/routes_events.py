@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated
 
 import anyio
@@ -29,29 +30,42 @@ KEEPALIVE_S = 15.0
 
 
 @router.get(
-    "/workspaces/{workspace_id}/events", response_class=StreamingResponse, summary="Commits as server-sent events",
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
-                     "description": "`commit` events (id = workspace version), then one `end` event"},
-               **ERROR_RESPONSES},
-)  # fmt: skip
+    "/workspaces/{workspace_id}/events",
+    response_class=StreamingResponse,
+    summary="Commits as server-sent events",
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "`commit` events (id = workspace version), then one `end` event",
+        },
+        **ERROR_RESPONSES,
+    },
+)
 async def events(
     workspace_id: WorkspaceId,
     request: Request,
     who: CallerDep,
     svc: ServicesDep,
     after: Annotated[int, Query(ge=0, le=2**62, description="send commits after this version")] = 0,
-    timeout_s: Annotated[float, Query(gt=0, le=3600, description="end the stream after this many seconds")] = 300,
+    timeout_s: Annotated[
+        float, Query(gt=0, le=3600, description="end the stream after this many seconds")
+    ] = 300,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     await anyio.to_thread.run_sync(visible, svc, who, workspace_id)
     if last_event_id is not None and last_event_id.isdigit():
         after = max(after, int(last_event_id))
     stream = _follow(request, svc, workspace_id, after, timeout_s)
-    return StreamingResponse(stream, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
-async def _follow(request: Request, svc: Services, workspace_id: str, after: int, timeout_s: float) -> AsyncIterator[str]:
+async def _follow(
+    request: Request, svc: Services, workspace_id: str, after: int, timeout_s: float
+) -> AsyncIterator[str]:
     position = after
     deadline = time.monotonic() + timeout_s
     quiet_since = time.monotonic()
@@ -59,9 +73,8 @@ async def _follow(request: Request, svc: Services, workspace_id: str, after: int
     while time.monotonic() < deadline:
         if await request.is_disconnected():
             return
-        commits = await anyio.to_thread.run_sync(
-            lambda: svc.app.ledger.read(workspace_id, after=position, upto=position + BATCH)
-        )
+        read = partial(svc.app.ledger.read, workspace_id, position, position + BATCH)
+        commits = await anyio.to_thread.run_sync(read)
         for commit in commits:
             data = {"workspace_id": workspace_id, **commit.summary()}
             yield f"id: {commit.version}\nevent: commit\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"

@@ -13,7 +13,9 @@ from caseboard.domain.errors import LedgerUnavailable
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Is the ledger reachable")
+@router.get(
+    "/health", response_model=Health, responses={503: {"model": Health}}, summary="Is the ledger reachable"
+)
 def health(svc: ServicesDep) -> JSONResponse:
     try:
         svc.app.ledger.head("caseboard-health-probe")
@@ -22,7 +24,11 @@ def health(svc: ServicesDep) -> JSONResponse:
     return JSONResponse({"status": "ok", "ledger": "ok"})
 
 
-@router.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics (text format 0.0.4)",
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})  # fmt: skip
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    summary="Prometheus metrics (text format 0.0.4)",
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
 def metrics(svc: ServicesDep) -> PlainTextResponse:
     return PlainTextResponse(svc.metrics.render(), media_type=CONTENT_TYPE)

@@ -25,24 +25,42 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 Version = Annotated[int | None, Query(ge=1, description="a past version (default: the head)")]
 
 
-@router.get("/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant")
+@router.get(
+    "/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant"
+)
 def whoami(who: CallerDep) -> Whoami:
-    return Whoami(key_id=who.key.key_id, principal=who.key.principal, role=who.role, roles=list(who.key.roles),
-                  tenant_id=who.tenant_id)  # fmt: skip
+    return Whoami(
+        key_id=who.key.key_id,
+        principal=who.key.principal,
+        role=who.role,
+        roles=list(who.key.roles),
+        tenant_id=who.tenant_id,
+    )
 
 
 @router.get(
-    "/workspaces/{workspace_id}", response_model=Projection, summary="The projection, at the head or any version",
-    responses={200: {"content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/Projection"}}},
-                     "description": "the projection (JSON, or YAML by Accept or ?format=yaml)"}, **ERROR_RESPONSES},
-)  # fmt: skip
+    "/workspaces/{workspace_id}",
+    response_model=Projection,
+    summary="The projection, at the head or any version",
+    responses={
+        200: {
+            "content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/Projection"}}},
+            "description": "the projection (JSON, or YAML by Accept or ?format=yaml)",
+        },
+        **ERROR_RESPONSES,
+    },
+)
 def projection(
     workspace_id: WorkspaceId,
     who: CallerDep,
     svc: ServicesDep,
     version: Version = None,
-    reducer: Annotated[str | None, Query(max_length=64, description="a reducer version, e.g. workspace-rules-v1")] = None,
-    format: Annotated[Literal["json", "yaml"] | None, Query(description="overrides the Accept header")] = None,
+    reducer: Annotated[
+        str | None, Query(max_length=64, description="a reducer version, e.g. workspace-rules-v1")
+    ] = None,
+    format: Annotated[
+        Literal["json", "yaml"] | None, Query(description="overrides the Accept header")
+    ] = None,
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     visible(svc, who, workspace_id)
@@ -54,8 +72,12 @@ def projection(
     return JSONResponse(document)
 
 
-@router.get("/workspaces/{workspace_id}/ledger", response_model=LedgerPage, responses=ERROR_RESPONSES,
-            summary="The ledger's commits after a version, oldest first")  # fmt: skip
+@router.get(
+    "/workspaces/{workspace_id}/ledger",
+    response_model=LedgerPage,
+    responses=ERROR_RESPONSES,
+    summary="The ledger's commits after a version, oldest first",
+)
 def ledger(
     workspace_id: WorkspaceId,
     who: CallerDep,
@@ -78,37 +100,62 @@ def ledger(
     return JSONResponse(page)
 
 
-@router.get("/workspaces/{workspace_id}/timeline", response_model=Timeline, responses=ERROR_RESPONSES,
-            summary="Observations in source event-time order, with their ingestion times")  # fmt: skip
-def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None) -> JSONResponse:
+@router.get(
+    "/workspaces/{workspace_id}/timeline",
+    response_model=Timeline,
+    responses=ERROR_RESPONSES,
+    summary="Observations in source event-time order, with their ingestion times",
+)
+def timeline(
+    workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
+) -> JSONResponse:
     visible(svc, who, workspace_id)
     document = svc.app.workspaces.show(workspace_id, version)
     observations = sorted(
         document["observations"],
         key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
     )
-    keys = ("event_time", "event_time_quality", "ingested_at", "recorded_at_version", "id", "source", "statement",
-            "late_arrival", "stale")  # fmt: skip
+    keys = (
+        "event_time",
+        "event_time_quality",
+        "ingested_at",
+        "recorded_at_version",
+        "id",
+        "source",
+        "statement",
+        "late_arrival",
+        "stale",
+    )
     entries = [{k: obs[k] for k in keys} for obs in observations]
-    return JSONResponse({"workspace_id": workspace_id, "workspace_version": document["workspace_version"],
-                         "entries": entries})  # fmt: skip
+    return JSONResponse(
+        {"workspace_id": workspace_id, "workspace_version": document["workspace_version"], "entries": entries}
+    )
 
 
-@router.get("/workspaces/{workspace_id}/view", response_model=ModelView, responses=ERROR_RESPONSES,
-            summary="The bounded, quoted view a participant's model is given")  # fmt: skip
+@router.get(
+    "/workspaces/{workspace_id}/view",
+    response_model=ModelView,
+    responses=ERROR_RESPONSES,
+    summary="The bounded, quoted view a participant's model is given",
+)
 def view(
     workspace_id: WorkspaceId,
     who: CallerDep,
     svc: ServicesDep,
-    budget_chars: Annotated[int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")],
+    budget_chars: Annotated[
+        int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")
+    ],
     role: Annotated[Role | None, Query(description="whose view (default: the role the key acts in)")] = None,
     version: Version = None,
 ) -> JSONResponse:
     visible(svc, who, workspace_id)
     reader = role or who.role
     if reader not in who.key.roles and Role.OPERATOR not in who.key.roles:
-        raise ApiError(Reason.FORBIDDEN, f"this key may read the view of {', '.join(who.key.roles)}, not of "
-                       f"{reader.value!r}", field="role")  # fmt: skip
+        raise ApiError(
+            Reason.FORBIDDEN,
+            f"this key may read the view of {', '.join(who.key.roles)}, not of {reader.value!r}",
+            field="role",
+        )
     workspaces = svc.app.workspaces
     state = workspaces.state_at(workspace_id, version)
     commits = svc.app.ledger.read(workspace_id, upto=state.version)

@@ -26,34 +26,74 @@ WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/workspaces", status_code=201, response_model=Accepted, responses=WRITE_RESPONSES,
-             summary="Open a workspace (an operator's open item; version 1)")  # fmt: skip
+@router.post(
+    "/workspaces",
+    status_code=201,
+    response_model=Accepted,
+    responses=WRITE_RESPONSES,
+    summary="Open a workspace (an operator's open item; version 1)",
+)
 def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
     if body.scope.tenant_id != who.tenant_id:
-        raise ApiError(Reason.FORBIDDEN, f"scope.tenant_id must be this key's tenant ({who.tenant_id!r}): the "
-                       "tenant is set by credentials, not by a body", field="scope.tenant_id")  # fmt: skip
-    item = it.Open(type="open", scope=body.scope, goal=body.goal, runtime_limits=body.runtime_limits,
-                   execution_mode=body.execution_mode)  # fmt: skip
-    contribution = Contribution(workspace_id=body.workspace_id, author=who.author,
-                                idempotency_key=body.idempotency_key, at=body.at, items=(item,))  # fmt: skip
+        raise ApiError(
+            Reason.FORBIDDEN,
+            f"scope.tenant_id must be this key's tenant ({who.tenant_id!r}): the "
+            "tenant is set by credentials, not by a body",
+            field="scope.tenant_id",
+        )
+    item = it.Open(
+        type="open",
+        scope=body.scope,
+        goal=body.goal,
+        runtime_limits=body.runtime_limits,
+        execution_mode=body.execution_mode,
+    )
+    contribution = Contribution(
+        workspace_id=body.workspace_id,
+        author=who.author,
+        idempotency_key=body.idempotency_key,
+        at=body.at,
+        items=(item,),
+    )
     return _commit(svc, who, contribution)
 
 
-@router.post("/workspaces/{workspace_id}/contributions", status_code=201, response_model=Accepted,
-             responses=WRITE_RESPONSES, summary="Submit a contribution (one or more items, committed atomically)")  # fmt: skip
-def submit(workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
+@router.post(
+    "/workspaces/{workspace_id}/contributions",
+    status_code=201,
+    response_model=Accepted,
+    responses=WRITE_RESPONSES,
+    summary="Submit a contribution (one or more items, committed atomically)",
+)
+def submit(
+    workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep
+) -> JSONResponse:
     visible(svc, who, workspace_id)
     if body.workspace_id is not None and body.workspace_id != workspace_id:
-        raise ApiError(Reason.INVALID, f"workspace_id: the body names {body.workspace_id!r} but the path names "
-                       f"{workspace_id!r}", field="workspace_id")  # fmt: skip
+        raise ApiError(
+            Reason.INVALID,
+            f"workspace_id: the body names {body.workspace_id!r} but the path names {workspace_id!r}",
+            field="workspace_id",
+        )
     for index, item in enumerate(body.items):
-        if isinstance(item, it.Constraints) and item.scope is not None and item.scope.tenant_id != who.tenant_id:
-            raise ApiError(Reason.FORBIDDEN, f"items[{index}].scope.tenant_id: a workspace stays in its tenant "
-                           f"({who.tenant_id!r})", field=f"items[{index}].scope.tenant_id")  # fmt: skip
+        if (
+            isinstance(item, it.Constraints)
+            and item.scope is not None
+            and item.scope.tenant_id != who.tenant_id
+        ):
+            raise ApiError(
+                Reason.FORBIDDEN,
+                f"items[{index}].scope.tenant_id: a workspace stays in its tenant ({who.tenant_id!r})",
+                field=f"items[{index}].scope.tenant_id",
+            )
     contribution = Contribution(
-        workspace_id=workspace_id, author=who.author, expected_version=body.expected_version,
-        idempotency_key=body.idempotency_key, at=body.at, items=body.items,
-    )  # fmt: skip
+        workspace_id=workspace_id,
+        author=who.author,
+        expected_version=body.expected_version,
+        idempotency_key=body.idempotency_key,
+        at=body.at,
+        items=body.items,
+    )
     return _commit(svc, who, contribution)
 
 

@@ -31,8 +31,13 @@ def create_app(
     poll_interval_s: float = 0.2,
     key_cache_s: float = 1.0,
 ) -> FastAPI:
-    services = Services(app=app, keys=keys, trust_timestamps=trust_timestamps, poll_interval_s=poll_interval_s,
-                        key_cache=KeyCache(key_cache_s))  # fmt: skip
+    services = Services(
+        app=app,
+        keys=keys,
+        trust_timestamps=trust_timestamps,
+        poll_interval_s=poll_interval_s,
+        key_cache=KeyCache(key_cache_s),
+    )
     api = FastAPI(title="caseboard", version="1", description=DESCRIPTION)
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):

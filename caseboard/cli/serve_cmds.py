@@ -28,11 +28,17 @@ def register(commands: Any) -> None:
     serve = commands.add_parser("serve", help="serve the HTTP API (OpenAPI at /docs)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--demo", action="store_true",
-                       help="load incident-042 into a fresh embedded ledger and create demo keys")  # fmt: skip
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="load incident-042 into a fresh embedded ledger and create demo keys",
+    )
     serve.add_argument("--demo-dir", default=".caseboard/serve-demo", help="where --demo keeps its ledger")
-    serve.add_argument("--trust-timestamps", action="store_true",
-                       help="honour a contribution's 'at' (importing recorded incidents only)")  # fmt: skip
+    serve.add_argument(
+        "--trust-timestamps",
+        action="store_true",
+        help="honour a contribution's 'at' (importing recorded incidents only)",
+    )
     serve.set_defaults(handler=cmd_serve, no_app=True)
 
 
@@ -61,7 +67,9 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
         sys.stdout.flush()
         api = create_app(app, keys, trust_timestamps=args.trust_timestamps)
         level = "info" if settings.log_level == "debug" else "warning"
-        uvicorn.run(api, host=args.host, port=args.port, log_level=level, access_log=settings.log_level == "debug")
+        uvicorn.run(
+            api, host=args.host, port=args.port, log_level=level, access_log=settings.log_level == "debug"
+        )
     finally:
         keys.close()
         app.close()
@@ -82,16 +90,20 @@ def load_demo(app: App, keys: KeyStore, base: str) -> None:
     other = keys.create("tenant-b-operator", (Role.OPERATOR,), "tenant-b", "demo").token
     out = sys.stdout
     out.write("caseboard demo: incident-042 loaded (20 versions) into a fresh embedded ledger.\n")
-    out.write(f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n\n")
+    out.write(
+        f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n\n"
+    )
     out.write(f"Demo keys (tenant {DEMO_TENANT}; shown once):\n")
     for principal, token in tokens.items():
         out.write(f"  {principal:<22} {authors[principal].value:<11} {token}\n")
     out.write(f"  {'tenant-b-operator':<22} {'operator':<11} {other}   (tenant-b: sees no incident-042)\n\n")
     planner = tokens.get("planner-1", next(iter(tokens.values())))
+    auth = f"-H 'Authorization: Bearer {planner}'"
+    workspace = f"{base}/workspaces/incident-042"
     out.write("Try:\n")
-    out.write(f"  curl -s -H 'Authorization: Bearer {planner}' '{base}/workspaces/incident-042/view?budget_chars=4000'\n")
-    out.write(f"  curl -s -H 'Authorization: Bearer {planner}' '{base}/workspaces/incident-042?format=yaml'\n")
-    out.write(f"  curl -sN -H 'Authorization: Bearer {planner}' '{base}/workspaces/incident-042/events?timeout_s=30'\n\n")
+    out.write(f"  curl -s {auth} '{workspace}/view?budget_chars=4000'\n")
+    out.write(f"  curl -s {auth} '{workspace}?format=yaml'\n")
+    out.write(f"  curl -sN {auth} '{workspace}/events?timeout_s=30'\n\n")
 
 
 def _redacted(url: str) -> str:

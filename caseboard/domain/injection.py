@@ -21,17 +21,34 @@ from pydantic import BaseModel
 SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in (
-        ("ignore_instructions",
-         r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|your|the)\b"
-         r"[^.\n]{0,20}\b(instructions?|prompts?|rules|directions|guidelines|context)\b"),
-        ("role_change", r"\byou are now\b|\bact as (an? |the )?\w+|\bfrom now on,? you\b|\bpretend (to be|you are)\b"),
-        ("role_marker", r"(^|\n)\s*(system|assistant|developer)\s*:|<\|?(system|im_start|im_end)\|?>|\[/?INST\]"),
-        ("new_instructions", r"\b(new|updated|real) instructions?\s*:|\bdo not (tell|inform) the (user|operator)\b"),
-        ("tool_call", r"<\s*/?\s*(tool_call|function_call|tool_use|invoke)\b|\"(tool|function)_?call\"\s*:"
-                      r"|\bcall the \w+ tool\b|\brun (the )?(command|shell)\b"),
-        ("mode_change", r"\b(execution_mode|read_only)\b\s*[:=]|\bdisable (the )?(read[- ]only|safety|guardrails?)\b"),
+        (
+            "ignore_instructions",
+            r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|your|the)\b"
+            r"[^.\n]{0,20}\b(instructions?|prompts?|rules|directions|guidelines|context)\b",
+        ),
+        (
+            "role_change",
+            r"\byou are now\b|\bact as (an? |the )?\w+|\bfrom now on,? you\b|\bpretend (to be|you are)\b",
+        ),
+        (
+            "role_marker",
+            r"(^|\n)\s*(system|assistant|developer)\s*:|<\|?(system|im_start|im_end)\|?>|\[/?INST\]",
+        ),
+        (
+            "new_instructions",
+            r"\b(new|updated|real) instructions?\s*:|\bdo not (tell|inform) the (user|operator)\b",
+        ),
+        (
+            "tool_call",
+            r"<\s*/?\s*(tool_call|function_call|tool_use|invoke)\b|\"(tool|function)_?call\"\s*:"
+            r"|\bcall the \w+ tool\b|\brun (the )?(command|shell)\b",
+        ),
+        (
+            "mode_change",
+            r"\b(execution_mode|read_only)\b\s*[:=]|\bdisable (the )?(read[- ]only|safety|guardrails?)\b",
+        ),
     )
-)  # fmt: skip
+)
 
 
 def signals_in(text: str) -> list[str]:

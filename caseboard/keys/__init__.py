@@ -4,6 +4,13 @@ from caseboard.keys.model import ApiKey, IssuedKey, KeyStore, hash_secret, new_t
 from caseboard.keys.stores import MemoryKeyStore, SqlKeyStore, open_key_store
 
 __all__ = [
-    "ApiKey", "IssuedKey", "KeyStore", "MemoryKeyStore", "SqlKeyStore", "hash_secret", "new_token",
-    "open_key_store", "split_token",
-]  # fmt: skip
+    "ApiKey",
+    "IssuedKey",
+    "KeyStore",
+    "MemoryKeyStore",
+    "SqlKeyStore",
+    "hash_secret",
+    "new_token",
+    "open_key_store",
+    "split_token",
+]

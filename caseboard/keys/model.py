@@ -71,8 +71,9 @@ def matches(token: str, stored_hash: str) -> bool:
 
 
 class KeyStore(Protocol):
-    def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
-        ...
+    def create(
+        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
+    ) -> IssuedKey: ...
 
     def authenticate(self, token: str) -> ApiKey | None:
         """The active key the token belongs to, or None (unknown, malformed, wrong secret or revoked)."""

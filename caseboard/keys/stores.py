@@ -30,10 +30,14 @@ def _now() -> datetime:
 def _record(row: Sequence[Any]) -> tuple[ApiKey, str]:
     key_id, secret_sha256, principal, roles, tenant_id, label, created_at, revoked_at = row
     key = ApiKey(
-        key_id=key_id, principal=principal, roles=tuple(Role(r) for r in roles.split(",")), tenant_id=tenant_id,
-        label=label, created_at=datetime.fromisoformat(created_at),
+        key_id=key_id,
+        principal=principal,
+        roles=tuple(Role(r) for r in roles.split(",")),
+        tenant_id=tenant_id,
+        label=label,
+        created_at=datetime.fromisoformat(created_at),
         revoked_at=datetime.fromisoformat(revoked_at) if revoked_at else None,
-    )  # fmt: skip
+    )
     return key, secret_sha256
 
 
@@ -44,10 +48,18 @@ class MemoryKeyStore:
         self._rows: dict[str, tuple[ApiKey, str]] = {}
         self._guard = threading.Lock()
 
-    def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
+    def create(
+        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
+    ) -> IssuedKey:
         key_id, token = new_token()
-        key = ApiKey(key_id=key_id, principal=principal, roles=_roles(roles), tenant_id=tenant_id, label=label,
-                     created_at=_now())  # fmt: skip
+        key = ApiKey(
+            key_id=key_id,
+            principal=principal,
+            roles=_roles(roles),
+            tenant_id=tenant_id,
+            label=label,
+            created_at=_now(),
+        )
         with self._guard:
             self._rows[key_id] = (key, hash_secret(token))
         return IssuedKey(key=key, token=token)
@@ -89,15 +101,30 @@ class SqlKeyStore:
             (),
         )
 
-    def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
+    def create(
+        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
+    ) -> IssuedKey:
         key_id, token = new_token()
-        key = ApiKey(key_id=key_id, principal=principal, roles=_roles(roles), tenant_id=tenant_id, label=label,
-                     created_at=_now())  # fmt: skip
+        key = ApiKey(
+            key_id=key_id,
+            principal=principal,
+            roles=_roles(roles),
+            tenant_id=tenant_id,
+            label=label,
+            created_at=_now(),
+        )
         self._run(
             f"INSERT INTO {self.table} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, NULL)",
-            (key_id, hash_secret(token), principal, ",".join(r.value for r in key.roles), tenant_id, label,
-             key.created_at.isoformat()),
-        )  # fmt: skip
+            (
+                key_id,
+                hash_secret(token),
+                principal,
+                ",".join(r.value for r in key.roles),
+                tenant_id,
+                label,
+                key.created_at.isoformat(),
+            ),
+        )
         return IssuedKey(key=key, token=token)
 
     def authenticate(self, token: str) -> ApiKey | None:
@@ -117,8 +144,10 @@ class SqlKeyStore:
         return [_record(row)[0] for row in rows]
 
     def revoke(self, key_id: str) -> ApiKey | None:
-        self._run(f"UPDATE {self.table} SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL",
-                  (_now().isoformat(), key_id))  # fmt: skip
+        self._run(
+            f"UPDATE {self.table} SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL",
+            (_now().isoformat(), key_id),
+        )
         rows = self._run(f"SELECT {COLUMNS} FROM {self.table} WHERE key_id = %s", (key_id,))
         return _record(rows[0])[0] if rows else None
 
@@ -174,7 +203,7 @@ def _postgres(url: str, pool_size: int) -> SqlKeyStore:
     conninfo = urlunparse(parts._replace(scheme="postgresql", query=""))
     try:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # type: ignore[arg-type]
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     except psycopg.Error as error:
         raise LedgerUnavailable(f"cannot reach PostgreSQL for the key store: {error}") from error
     pool = ConnectionPool(conninfo, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True})
@@ -182,7 +211,7 @@ def _postgres(url: str, pool_size: int) -> SqlKeyStore:
     def run(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
             with pool.connection() as conn:
-                cursor = conn.execute(sql, params, prepare=True)  # type: ignore[arg-type]
+                cursor = conn.execute(sql, params, prepare=True)
                 return cursor.fetchall() if cursor.description else []
         except psycopg.Error as error:
             raise LedgerUnavailable(f"the key store failed: {error}") from error

@@ -1,4 +1,4 @@
-"""incident-042 submitted over HTTP, one API key per participant, gives the projection the command line gives."""
+"""incident-042 submitted over HTTP, one key per participant, gives the projection the command line gives."""
 
 from __future__ import annotations
 
@@ -44,13 +44,17 @@ def play_over_http(server: RunningServer) -> list[Any]:
             stale = json.loads(stale_install())
             stale.pop("author")
             refused = client.post("/workspaces/incident-042/contributions", json=stale)
-            statuses.append((refused.status_code, refused.json()["reason"], refused.json()["current_version"]))
+            statuses.append(
+                (refused.status_code, refused.json()["reason"], refused.json()["current_version"])
+            )
         if contribution["items"][0]["type"] == "open":
             item = contribution.pop("items")[0]
             item.pop("type")
             response = client.post("/workspaces", json={**contribution, **item})
         else:
-            response = client.post(f"/workspaces/{contribution.pop('workspace_id')}/contributions", json=contribution)
+            response = client.post(
+                f"/workspaces/{contribution.pop('workspace_id')}/contributions", json=contribution
+            )
         assert response.status_code == 201, (number, response.text)
         statuses.append(response.json()["workspace_version"])
     return statuses
@@ -67,12 +71,48 @@ def test_incident_042_over_http_gives_the_projection_of_the_command_line(
     (tmp_path / "first.jsonl").write_text("\n".join(lines[:19]) + "\n")
     (tmp_path / "stale.jsonl").write_text(stale_install().strip() + "\n")
     (tmp_path / "last.jsonl").write_text(lines[19] + "\n")
-    assert main(["--database-url", cli_url, "submit", "incident-042", "--file", str(tmp_path / "first.jsonl"),
-                 "--trust-timestamps"]) == 0  # fmt: skip
-    assert main(["--database-url", cli_url, "submit", "incident-042", "--file", str(tmp_path / "stale.jsonl"),
-                 "--trust-timestamps"]) == 1  # fmt: skip
-    assert main(["--database-url", cli_url, "submit", "incident-042", "--file", str(tmp_path / "last.jsonl"),
-                 "--trust-timestamps"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--database-url",
+                cli_url,
+                "submit",
+                "incident-042",
+                "--file",
+                str(tmp_path / "first.jsonl"),
+                "--trust-timestamps",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "--database-url",
+                cli_url,
+                "submit",
+                "incident-042",
+                "--file",
+                str(tmp_path / "stale.jsonl"),
+                "--trust-timestamps",
+            ]
+        )
+        == 1
+    )
+    assert (
+        main(
+            [
+                "--database-url",
+                cli_url,
+                "submit",
+                "incident-042",
+                "--file",
+                str(tmp_path / "last.jsonl"),
+                "--trust-timestamps",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     for version in (18, 19, 20):
         assert main(["--database-url", cli_url, "show", "incident-042", "--at-version", str(version)]) == 0

@@ -1,4 +1,4 @@
-"""16 HTTP clients writing one workspace at once, against PostgreSQL: nothing lost, only documented outcomes."""
+"""16 HTTP clients writing one workspace at once (PostgreSQL): nothing lost, only documented outcomes."""
 
 from __future__ import annotations
 

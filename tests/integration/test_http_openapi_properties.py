@@ -37,7 +37,9 @@ def operator_token(server: RunningServer) -> str:
     return server.token("fuzz-operator", "operator")
 
 
-def test_no_operation_answers_with_a_server_error_or_off_its_schema(server: RunningServer, operator_token: str) -> None:
+def test_no_operation_answers_with_a_server_error_or_off_its_schema(
+    server: RunningServer, operator_token: str
+) -> None:
     schema = schemathesis.openapi.from_url(f"{server.base_url}/openapi.json").exclude(path_regex="/events$")
     headers = {"Authorization": f"Bearer {operator_token}"}
     operations = [result.ok() for result in schema.get_all_operations()]
@@ -45,7 +47,13 @@ def test_no_operation_answers_with_a_server_error_or_off_its_schema(server: Runn
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=60,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
         def holds(case: Any) -> None:
             path_parameters = case.path_parameters or {}
             if "workspace_id" in path_parameters and len(str(path_parameters["workspace_id"])) % 2 == 0:
@@ -63,10 +71,17 @@ def test_no_operation_answers_with_a_server_error_or_off_its_schema(server: Runn
 def test_the_openapi_document_declares_every_route_and_its_refusals(server: RunningServer) -> None:
     document = __import__("httpx").get(f"{server.base_url}/openapi.json").json()
     paths = document["paths"]
-    assert set(paths) >= {"/workspaces", "/workspaces/{workspace_id}", "/workspaces/{workspace_id}/contributions",
-                          "/workspaces/{workspace_id}/ledger", "/workspaces/{workspace_id}/timeline",
-                          "/workspaces/{workspace_id}/view", "/workspaces/{workspace_id}/events", "/health",
-                          "/metrics"}  # fmt: skip
+    assert set(paths) >= {
+        "/workspaces",
+        "/workspaces/{workspace_id}",
+        "/workspaces/{workspace_id}/contributions",
+        "/workspaces/{workspace_id}/ledger",
+        "/workspaces/{workspace_id}/timeline",
+        "/workspaces/{workspace_id}/view",
+        "/workspaces/{workspace_id}/events",
+        "/health",
+        "/metrics",
+    }
     submit = paths["/workspaces/{workspace_id}/contributions"]["post"]["responses"]
     assert {"201", "200", "401", "403", "404", "409", "422"} <= set(submit)
     assert submit["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/Refusal")

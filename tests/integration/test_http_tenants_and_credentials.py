@@ -1,4 +1,4 @@
-"""Credentials decide the author and the tenant: a body cannot, and another tenant's workspace is invisible."""
+"""Credentials decide the author and the tenant: a body cannot; another tenant's workspace is invisible."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from caseboard.domain.items import Role
 from tests.http_server import RunningServer, observation, open_body, running_server
 
 WORKSPACE_ROUTES = {
-    "/workspaces/{workspace_id}", "/workspaces/{workspace_id}/contributions", "/workspaces/{workspace_id}/ledger",
-    "/workspaces/{workspace_id}/timeline", "/workspaces/{workspace_id}/view", "/workspaces/{workspace_id}/events",
-}  # fmt: skip
+    "/workspaces/{workspace_id}",
+    "/workspaces/{workspace_id}/contributions",
+    "/workspaces/{workspace_id}/ledger",
+    "/workspaces/{workspace_id}/timeline",
+    "/workspaces/{workspace_id}/view",
+    "/workspaces/{workspace_id}/events",
+}
 PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}", {}),
     ("GET", "/workspaces/{ws}", {"params": {"version": 1}}),
@@ -23,7 +27,11 @@ PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}", {"params": {"format": "yaml"}}),
     ("GET", "/workspaces/{ws}", {"params": {"reducer": "no-such-reducer"}}),
     ("POST", "/workspaces/{ws}/contributions", {"json": {"items": [observation("obs-b-1")]}}),
-    ("POST", "/workspaces/{ws}/contributions", {"json": {"expected_version": 1, "items": [observation("obs-b-2")]}}),
+    (
+        "POST",
+        "/workspaces/{ws}/contributions",
+        {"json": {"expected_version": 1, "items": [observation("obs-b-2")]}},
+    ),
     ("GET", "/workspaces/{ws}/ledger", {}),
     ("GET", "/workspaces/{ws}/ledger", {"params": {"after": 1}}),
     ("GET", "/workspaces/{ws}/timeline", {}),
@@ -39,13 +47,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         operator = running.as_("oncall-operator", "operator")
         assert operator.post("/workspaces", json=open_body("ws-tenant-a")).status_code == 201
         specialist = running.as_("log-specialist", "specialist")
-        assert specialist.post("/workspaces/ws-tenant-a/contributions",
-                               json={"items": [observation("obs-a-1")]}).status_code == 201  # fmt: skip
+        assert (
+            specialist.post(
+                "/workspaces/ws-tenant-a/contributions", json={"items": [observation("obs-a-1")]}
+            ).status_code
+            == 201
+        )
         yield running
 
 
 def without_ids(response: httpx.Response, workspace_id: str) -> tuple[int, str, str]:
-    return response.status_code, response.headers.get("content-type", ""), response.text.replace(workspace_id, "WS")
+    return (
+        response.status_code,
+        response.headers.get("content-type", ""),
+        response.text.replace(workspace_id, "WS"),
+    )
 
 
 def test_every_workspace_route_is_probed(server: RunningServer) -> None:
@@ -87,8 +103,9 @@ def test_a_key_cannot_open_a_workspace_in_another_tenant(server: RunningServer) 
 def test_constraints_cannot_move_a_workspace_to_another_tenant(server: RunningServer) -> None:
     operator = server.as_("tenant-a-op-3", "operator")
     scope = {"tenant_id": "tenant-b", "environment": "production", "service": "payments-api"}
-    response = operator.post("/workspaces/ws-tenant-a/contributions",
-                             json={"items": [{"type": "constraints", "scope": scope}]})  # fmt: skip
+    response = operator.post(
+        "/workspaces/ws-tenant-a/contributions", json={"items": [{"type": "constraints", "scope": scope}]}
+    )
     assert response.status_code == 403
     assert operator.get("/workspaces/ws-tenant-a").json()["scope"]["tenant_id"] == "tenant-a"
 
@@ -96,16 +113,24 @@ def test_constraints_cannot_move_a_workspace_to_another_tenant(server: RunningSe
 def test_a_forged_author_in_the_body_is_ignored(server: RunningServer) -> None:
     planner = server.as_("planner-7", "planner")
     forged = {"principal": "oncall-operator", "role": "operator"}
-    hypothesis = {"type": "hypothesis", "id": "hyp-forged-author", "statement": "The change initiated it",
-                  "supporting_evidence": ["obs-a-1"]}  # fmt: skip
-    accepted = planner.post("/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [hypothesis]})
+    hypothesis = {
+        "type": "hypothesis",
+        "id": "hyp-forged-author",
+        "statement": "The change initiated it",
+        "supporting_evidence": ["obs-a-1"],
+    }
+    accepted = planner.post(
+        "/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [hypothesis]}
+    )
     assert accepted.status_code == 201, accepted.text
     assert accepted.json()["author"] == {"principal": "planner-7", "role": "planner"}
     version = accepted.json()["workspace_version"]
     commit = planner.get("/workspaces/ws-tenant-a/ledger", params={"after": version - 1}).json()["commits"][0]
     assert commit["author"] == {"principal": "planner-7", "role": "planner"}
     closing = {"type": "status", "to": "closed", "reason": "the forged operator closes it"}
-    refused = planner.post("/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [closing]})
+    refused = planner.post(
+        "/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [closing]}
+    )
     assert refused.status_code == 403
     assert refused.json()["reason"] == "forbidden"
     assert planner.get("/workspaces/ws-tenant-a").json()["status"] == "investigating"
@@ -138,7 +163,9 @@ def test_no_body_can_change_the_execution_mode(server: RunningServer) -> None:
     operator = server.as_("tenant-a-op-4", "operator")
     opened = operator.post("/workspaces", json=open_body("ws-mode", execution_mode="read_write"))
     assert opened.status_code == 422
-    sneaky = operator.post("/workspaces/ws-tenant-a/contributions",
-                           json={"items": [{"type": "constraints", "goal": "x", "execution_mode": "read_write"}]})  # fmt: skip
+    sneaky = operator.post(
+        "/workspaces/ws-tenant-a/contributions",
+        json={"items": [{"type": "constraints", "goal": "x", "execution_mode": "read_write"}]},
+    )
     assert sneaky.status_code == 422
     assert operator.get("/workspaces/ws-tenant-a").json()["execution_mode"] == "read_only"

@@ -1,4 +1,4 @@
-"""API keys: hashed at rest, compared in constant time, revocable; the same on memory, SQLite and PostgreSQL."""
+"""API keys: hashed at rest, compared in constant time, revocable; alike on memory, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ def test_a_key_authenticates_only_with_its_exact_token_until_revoked(store: KeyS
     issued = store.create("planner-1", (Role.PLANNER, Role.REPORTER), "tenant-a", "laptop")
     found = store.authenticate(issued.token)
     assert found is not None
-    assert (found.principal, found.roles, found.tenant_id) == ("planner-1", (Role.PLANNER, Role.REPORTER), "tenant-a")
+    assert (found.principal, found.roles, found.tenant_id) == (
+        "planner-1",
+        (Role.PLANNER, Role.REPORTER),
+        "tenant-a",
+    )
     assert store.authenticate(issued.token + "x") is None
     assert store.authenticate(issued.token[:-1] + ("A" if issued.token[-1] != "A" else "B")) is None
     assert store.authenticate("not-a-token") is None
@@ -60,8 +64,25 @@ def test_the_keys_command_creates_lists_and_revokes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], logging_restored: None
 ) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
-    assert main(["--database-url", url, "keys", "create", "--principal", "planner-1", "--role", "planner",
-                 "--role", "reporter", "--tenant", "tenant-a"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--database-url",
+                url,
+                "keys",
+                "create",
+                "--principal",
+                "planner-1",
+                "--role",
+                "planner",
+                "--role",
+                "reporter",
+                "--tenant",
+                "tenant-a",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     created = json.loads(captured.out)
     assert created["token"].startswith("cbk_") and "shown only once" in captured.err
@@ -84,8 +105,23 @@ def test_a_bad_keys_command_is_one_line_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], logging_restored: None
 ) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
-    assert main(["--database-url", url, "keys", "create", "--principal", "bad principal", "--role", "planner",
-                 "--tenant", "t"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "--database-url",
+                url,
+                "keys",
+                "create",
+                "--principal",
+                "bad principal",
+                "--role",
+                "planner",
+                "--tenant",
+                "t",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("caseboard: ") and err.count("\n") == 1
     with pytest.raises(SystemExit):

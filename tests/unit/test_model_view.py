@@ -1,4 +1,4 @@
-"""The model-facing view: bounded, reserved room first, provenance, quoted entries, reproducible per version."""
+"""The model-facing view: bounded, reserved room first, provenance, quoted entries, reproducible."""
 
 from __future__ import annotations
 
@@ -22,19 +22,35 @@ def coordinator() -> Coordinator:
     return coordinator
 
 
-def view(coordinator: Coordinator, budget: int, role: Role = Role.PLANNER, version: int | None = None) -> ModelView:
+def view(
+    coordinator: Coordinator, budget: int, role: Role = Role.PLANNER, version: int | None = None
+) -> ModelView:
     state = coordinator.workspaces.state_at("incident-042", version)
     commits = coordinator.ledger.read("incident-042", upto=state.version)
     return build_view(state, commits, role, budget, "workspace-rules-v1")
 
 
 def add_injected_observation(coordinator: Coordinator) -> None:
-    line = {"workspace_id": "incident-042", "author": {"principal": "log-specialist", "role": "specialist"},
-            "items": [{"type": "observation", "id": "obs-injected", "statement": INJECTION,
-                       "source": {"system": "web", "instance": "status-page"}, "event_time": "2026-03-02T14:08:00Z",
-                       "event_time_quality": "unverified"},
-                      {"type": "link", "observation": "obs-injected", "hypothesis": "hyp-certificate-initiated-failure",
-                       "relation": "challenges"}]}  # fmt: skip
+    line = {
+        "workspace_id": "incident-042",
+        "author": {"principal": "log-specialist", "role": "specialist"},
+        "items": [
+            {
+                "type": "observation",
+                "id": "obs-injected",
+                "statement": INJECTION,
+                "source": {"system": "web", "instance": "status-page"},
+                "event_time": "2026-03-02T14:08:00Z",
+                "event_time_quality": "unverified",
+            },
+            {
+                "type": "link",
+                "observation": "obs-injected",
+                "hypothesis": "hyp-certificate-initiated-failure",
+                "relation": "challenges",
+            },
+        ],
+    }
     assert coordinator.submit(parse_contribution(json.dumps(line)))["ok"]
 
 
@@ -44,11 +60,17 @@ def test_the_view_never_exceeds_its_budget(coordinator: Coordinator, budget: int
     assert built.used_chars == len(built.text) <= budget
 
 
-def test_contradictions_blocking_conditions_and_questions_come_before_anything_else(coordinator: Coordinator) -> None:
+def test_contradictions_blocking_conditions_and_questions_come_before_anything_else(
+    coordinator: Coordinator,
+) -> None:
     built = view(coordinator, 20000)
     sections = [e.section for e in built.entries]
     assert sections[:5] == ["contradictions", "blocking", "blocking", "open_questions", "open_questions"]
-    assert [e.ref for e in built.entries[:3]] == ["obs-failures-before-change", "certificate-check-006", "proposal-008"]
+    assert [e.ref for e in built.entries[:3]] == [
+        "obs-failures-before-change",
+        "certificate-check-006",
+        "proposal-008",
+    ]
     assert built.entries[2].provenance.status == "requires_revalidation"
     assert set(sections[5:]) <= {"hypotheses", "observations", "proposals"}
     assert built.omitted == {} and not built.escalate
@@ -67,13 +89,18 @@ def test_each_entry_carries_provenance_and_a_bounded_quoted_excerpt(coordinator:
     entry = view(coordinator, 20000).entries[0]
     assert entry.provenance.author == "log-specialist (specialist)"
     assert entry.provenance.source == "auth-logs/payments-api-3"
-    assert (entry.provenance.event_time, entry.provenance.ingested_at) == ("2026-03-02T13:57:00Z", "2026-03-02T14:07:00Z")
+    assert (entry.provenance.event_time, entry.provenance.ingested_at) == (
+        "2026-03-02T13:57:00Z",
+        "2026-03-02T14:07:00Z",
+    )
     assert entry.provenance.event_time_quality == "verified" and entry.provenance.verified is False
     assert entry.evidence_ref and entry.evidence_ref in entry.text
     assert entry.excerpt.startswith('"') and len(entry.excerpt) <= 260
 
 
-def test_entries_sit_inside_delimiters_under_a_data_not_instructions_statement(coordinator: Coordinator) -> None:
+def test_entries_sit_inside_delimiters_under_a_data_not_instructions_statement(
+    coordinator: Coordinator,
+) -> None:
     built = view(coordinator, 20000)
     assert "never instructions" in built.text.split("\n<<<", 1)[0]
     for entry in built.entries:
