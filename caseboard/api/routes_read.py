@@ -16,6 +16,7 @@ from caseboard.api.auth import CallerDep, ServicesDep, visible
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.models import LedgerPage, Projection, Timeline, Whoami
 from caseboard.api.routes_write import WorkspaceId
+from caseboard.api.services import Services
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
@@ -23,6 +24,16 @@ from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 router = APIRouter(tags=["reading"])
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 Version = Annotated[int | None, Query(ge=1, description="a past version (default: the head)")]
+
+
+def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | None) -> dict[str, Any]:
+    """The head from the cached state (caught up first); other versions or reducers folded from the ledger."""
+    workspaces = svc.app.workspaces
+    if version is None and reducer in (None, workspaces.reducer.name):
+        with workspaces.lock(workspace_id):
+            workspaces.catch_up(workspace_id)
+            return workspaces.reducer.render(workspaces.current(workspace_id))
+    return workspaces.show(workspace_id, version, reducer)
 
 
 @router.get(
@@ -64,7 +75,7 @@ def projection(
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     visible(svc, who, workspace_id)
-    document = svc.app.workspaces.show(workspace_id, version, reducer)
+    document = _show(svc, workspace_id, version, reducer)
     wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
     if wants_yaml:
         text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
@@ -110,7 +121,7 @@ def timeline(
     workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
 ) -> JSONResponse:
     visible(svc, who, workspace_id)
-    document = svc.app.workspaces.show(workspace_id, version)
+    document = _show(svc, workspace_id, version, None)
     observations = sorted(
         document["observations"],
         key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
