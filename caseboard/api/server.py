@@ -13,6 +13,9 @@ from caseboard.app import App
 from caseboard.domain.errors import CaseboardError
 from caseboard.keys import KeyStore
 
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""A contribution holds at most 100 items of short claims; large material lives behind evidence_ref."""
+
 DESCRIPTION = """\
 Event-sourced incident investigation workspaces, over HTTP.
 
@@ -38,7 +41,7 @@ def create_app(
         poll_interval_s=poll_interval_s,
         key_cache=KeyCache(key_cache_s),
     )
-    api = FastAPI(title="caseboard", version="1", description=DESCRIPTION)
+    api = FastAPI(title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES)
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):
         api.include_router(module.router)

@@ -115,3 +115,9 @@ def test_a_closed_workspace_refuses_with_409(tmp_path_factory: pytest.TempPathFa
         assert (response.status_code, response.json()["reason"]) == (409, "workspace_closed")
         reopened = operator.post("/workspaces", json=open_body("ws-closed"))
         assert (reopened.status_code, reopened.json()["reason"]) == (409, "workspace_exists")
+
+
+def test_an_oversized_body_is_refused_before_it_is_read_whole(server: RunningServer) -> None:
+    huge = {"items": [observation(f"obs-big-{i}", "x" * 4000) for i in range(600)]}
+    response = server.as_(*SPECIALIST).post("/workspaces/ws-out/contributions", json=huge)
+    assert response.status_code == 413
