@@ -31,6 +31,7 @@ from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 WRITERS = 4
+SERVER_WORKERS = int(os.environ.get("CASEBOARD_BENCH_HTTP_WORKERS", "1"))
 LIMITS = {
     "max_selected_items": 10**6,
     "max_investigation_cycles": 6,
@@ -103,7 +104,7 @@ def _server_process(database_url: str) -> Iterator[int]:
         port = int(probe.getsockname()[1])
     env = {**os.environ, "CASEBOARD_DATABASE_URL": database_url, "CASEBOARD_LOG_LEVEL": "warning"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "caseboard", "serve", "--port", str(port)],
+        [sys.executable, "-m", "caseboard", "serve", "--port", str(port), "--workers", str(SERVER_WORKERS)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -172,7 +173,7 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
 
 def run(ctx: BenchContext) -> dict[str, float]:
     configure_logging("warning")
-    commits = 25 if ctx.quick else 300
+    commits = 50 if ctx.quick else 300
     http_rates, local_rates, http_p99s, local_p99s = [], [], [], []
     for round_number in range(ctx.rounds):
         with ctx.fresh_schema() as url:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ def register(commands: Any) -> None:
         help="load incident-042 into a fresh embedded ledger and create demo keys",
     )
     serve.add_argument("--demo-dir", default=".caseboard/serve-demo", help="where --demo keeps its ledger")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (each opens its own pools)")
     serve.add_argument(
         "--trust-timestamps",
         action="store_true",
@@ -46,10 +48,13 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
     import uvicorn
 
     from caseboard.api import create_app
+    from caseboard.api.factory import TRUST_TIMESTAMPS
 
     settings = Settings.from_env()
     if not 0 < args.port < 65536:
         raise CaseboardError(f"--port must be between 1 and 65535, not {args.port}")
+    if not 1 <= args.workers <= 64:
+        raise CaseboardError(f"--workers must be between 1 and 64, not {args.workers}")
     if args.demo:
         folder = Path(args.demo_dir)
         shutil.rmtree(folder, ignore_errors=True)
@@ -65,11 +70,16 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(f"caseboard: serving {base} (OpenAPI at {base}/docs) on {_redacted(url)}\n")
         sys.stdout.flush()
-        api = create_app(app, keys, trust_timestamps=args.trust_timestamps)
         level = "info" if settings.log_level == "debug" else "warning"
-        uvicorn.run(
-            api, host=args.host, port=args.port, log_level=level, access_log=settings.log_level == "debug"
-        )
+        options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": level}
+        options["access_log"] = settings.log_level == "debug"
+        if args.workers > 1:
+            os.environ["CASEBOARD_DATABASE_URL"] = url
+            os.environ[TRUST_TIMESTAMPS] = "1" if args.trust_timestamps else "0"
+            factory = "caseboard.api.factory:from_environment"
+            uvicorn.run(factory, factory=True, workers=args.workers, **options)
+        else:
+            uvicorn.run(create_app(app, keys, trust_timestamps=args.trust_timestamps), **options)
     finally:
         keys.close()
         app.close()
