@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context import BenchContext
 
-SECTIONS = ["commit", "replay"]
+SECTIONS = ["commit", "replay", "http"]
 
 
 def main() -> int:

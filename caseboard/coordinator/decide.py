@@ -16,6 +16,7 @@ from caseboard.coordinator.item_rules import check_item
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.injection import suspicious_text
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState, apply_item
 from caseboard.reducers.workspace_rules_v1.render import proposal_status
 
@@ -86,6 +87,9 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         apply_item(draft, draft_commit, item, decision)
         if item.type == "proposal":
             decision["recorded_status"] = proposal_status(draft, draft.proposals[item.id], at)
+        suspicious = suspicious_text(item)
+        if suspicious:
+            decision["suspicious"] = suspicious
         decisions.append(decision)
     return draft_commit.model_copy(update={"items": contribution.items, "decisions": tuple(decisions)}).sealed()
 

@@ -1,0 +1,144 @@
+"""From refusal tokens to HTTP status codes, and the one shape every error body has.
+
+Every error is ``{"ok": false, "reason": <token>, "message": ..., "field": ...}``, the same body the command
+line prints, with a status code chosen per token (docs/adr/0030-http-api.md):
+
+    version_conflict, expected_version_ahead, fenced, lease_held,       409  the workspace moved or is held:
+    duplicate_id, idempotency_mismatch, workspace_closed,                    re-read, wait or reopen
+    limit_exceeded, workspace_exists
+    forbidden                                                           403  the role may not do this
+    invalid, unknown_reference                                          422  fix the body or query
+    unknown_workspace                                                   404  also another tenant's workspace
+    unauthenticated                                                     401  no key, or a revoked or wrong one
+    unavailable                                                         503  the ledger cannot be reached
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from caseboard.api.models import Refusal
+from caseboard.domain.errors import (
+    CaseboardError,
+    LedgerUnavailable,
+    Reason,
+    Refused,
+    UnknownReducer,
+    UnknownWorkspace,
+    VersionOutOfRange,
+)
+from caseboard.domain.items import ITEM_TYPES
+
+STATUS: dict[str, int] = {
+    Reason.VERSION_CONFLICT: 409,
+    Reason.EXPECTED_VERSION_AHEAD: 409,
+    Reason.FENCED: 409,
+    Reason.LEASE_HELD: 409,
+    Reason.DUPLICATE_ID: 409,
+    Reason.IDEMPOTENCY_MISMATCH: 409,
+    Reason.WORKSPACE_CLOSED: 409,
+    Reason.LIMIT_EXCEEDED: 409,
+    Reason.WORKSPACE_EXISTS: 409,
+    Reason.FORBIDDEN: 403,
+    Reason.INVALID: 422,
+    Reason.UNKNOWN_REFERENCE: 422,
+    Reason.UNKNOWN_WORKSPACE: 404,
+    "unauthenticated": 401,
+    "unavailable": 503,
+}
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": Refusal, "description": "no API key, or an unknown or revoked one (`unauthenticated`)"},
+    403: {"model": Refusal, "description": "the key's role may not do this (`forbidden`)"},
+    404: {"model": Refusal, "description": "no such workspace for this key's tenant (`unknown_workspace`)"},
+    422: {
+        "model": Refusal,
+        "description": "the request does not fit the contract (`invalid`, `unknown_reference`)",
+    },
+    503: {"model": Refusal, "description": "the ledger cannot be reached (`unavailable`)"},
+}
+CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": Refusal,
+        "description": "the workspace moved, is held, closed or at a limit (see `reason`)",
+    },
+}
+
+
+class ApiError(Exception):
+    """A refusal decided by the HTTP layer (authentication, role header, tenant)."""
+
+    def __init__(
+        self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None
+    ):
+        super().__init__(message)
+        self.body: dict[str, Any] = {"ok": False, "reason": reason, "message": message}
+        if field is not None:
+            self.body["field"] = field
+        self.status = STATUS[reason]
+        self.headers = headers
+
+
+def refusal_response(outcome: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(outcome, status_code=STATUS.get(outcome["reason"], 422), headers=headers)
+
+
+def unknown_workspace(workspace_id: str) -> ApiError:
+    """The one answer for a workspace that does not exist and for one of another tenant."""
+    return ApiError(Reason.UNKNOWN_WORKSPACE, str(UnknownWorkspace(workspace_id)), field="workspace_id")
+
+
+async def on_api_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, ApiError)
+    return JSONResponse(error.body, status_code=error.status, headers=error.headers)
+
+
+async def on_validation_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems = error.errors()
+    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
+    field = _path(tuple(first.get("loc", ())))
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    body = {
+        "ok": False,
+        "reason": Reason.INVALID.value,
+        "message": f"{field}: {first.get('msg')}{more}",
+        "field": field,
+    }
+    return JSONResponse(body, status_code=422)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """``("body", "items", 0, "observation", "statement")`` -> ``items[0].statement``, as the CLI says."""
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ITEM_TYPES and out.endswith("]"):
+            continue  # the discriminator pydantic adds to the location, not a field
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "$"
+
+
+async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, Refused):
+        return refusal_response(error.to_outcome())
+    if isinstance(error, UnknownWorkspace):
+        return JSONResponse(unknown_workspace(error.workspace_id).body, status_code=404)
+    if isinstance(error, VersionOutOfRange):
+        body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "version"}
+        return JSONResponse(body, status_code=422)
+    if isinstance(error, UnknownReducer):
+        body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "reducer"}
+        return JSONResponse(body, status_code=422)
+    if isinstance(error, LedgerUnavailable):
+        return JSONResponse({"ok": False, "reason": "unavailable", "message": str(error)}, status_code=503)
+    assert isinstance(error, CaseboardError)
+    return JSONResponse({"ok": False, "reason": Reason.INVALID.value, "message": str(error)}, status_code=422)

@@ -1,0 +1,28 @@
+"""The application as each uvicorn worker process builds it: from the environment's settings.
+
+``caseboard serve --workers N`` hands uvicorn the import string of ``from_environment`` (a factory, called
+in each worker after it starts), so every worker opens its own ledger pool and key store; the database
+arbitrates between them as it does between any writers (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+import os
+
+from fastapi import FastAPI
+
+from caseboard.api.server import create_app
+from caseboard.app import build_app
+from caseboard.keys import open_key_store
+from caseboard.logs import configure_logging
+from caseboard.settings import Settings
+
+TRUST_TIMESTAMPS = "CASEBOARD_TRUST_TIMESTAMPS"
+
+
+def from_environment() -> FastAPI:
+    settings = Settings.from_env()
+    configure_logging(settings.log_level, settings.log_format)
+    app = build_app(settings)
+    keys = open_key_store(settings.database_url, pool_size=settings.pool_size)
+    return create_app(app, keys, trust_timestamps=os.environ.get(TRUST_TIMESTAMPS) == "1")

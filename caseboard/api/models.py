@@ -1,0 +1,171 @@
+"""The HTTP bodies: requests built from the contract's item models, and declared response shapes.
+
+Requests reuse the domain's pydantic models (``Item``, ``Scope``, ``RuntimeLimits``), so the HTTP contract
+and the command line's contract are one. Responses declare the keys that the contract guarantees and allow
+more (the projection has more keys than DESIGN.md §4 requires, and keeps adding them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from caseboard.domain.contribution import MAX_ITEMS, IdempotencyKey
+from caseboard.domain.items import Id, Item, Role, RuntimeLimits, Scope, Text
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ContributionRequest(_Request):
+    """A contribution as submitted over HTTP. The author comes from the API key, never from the body."""
+
+    workspace_id: Id | None = Field(
+        None, description="optional; when present it must name the workspace in the path"
+    )
+    author: dict[str, Any] | None = Field(
+        None, description="ignored: the author is the API key's principal and the role it acts in"
+    )
+    expected_version: Annotated[int, Field(ge=1)] | None = None
+    idempotency_key: IdempotencyKey | None = None
+    at: AwareDatetime | None = Field(
+        None,
+        description="honoured only by a server started with --trust-timestamps (recorded incidents)",
+    )
+    items: Annotated[tuple[Item, ...], Field(min_length=1, max_length=MAX_ITEMS)]
+
+
+class OpenWorkspaceRequest(_Request):
+    """Open a workspace: the operator's ``open`` item. ``scope.tenant_id`` must be the key's tenant."""
+
+    workspace_id: Id
+    scope: Scope
+    goal: Text
+    runtime_limits: RuntimeLimits
+    execution_mode: Literal["read_only"] = "read_only"
+    idempotency_key: IdempotencyKey | None = None
+    at: AwareDatetime | None = None
+
+
+class AuthorOut(BaseModel):
+    principal: str
+    role: Role
+
+
+class Accepted(_Open):
+    ok: Literal[True]
+    workspace_version: int
+    items: list[dict[str, Any]]
+    author: AuthorOut
+    idempotent_replay: bool = False
+
+
+class Refusal(_Open):
+    """A refusal: nothing was appended. ``reason`` is a stable token (DESIGN.md §3, plus ``unauthenticated``
+    and ``unavailable`` for HTTP)."""
+
+    ok: Literal[False]
+    reason: str
+    message: str
+    field: str | None = None
+
+
+class HypothesisOut(_Open):
+    id: str
+    statement: str
+    status: str
+    supporting_evidence: list[str]
+    challenging_evidence: list[str]
+    open_questions: list[str]
+
+
+class SelectedItems(_Open):
+    observations: list[str]
+    hypotheses: list[HypothesisOut]
+
+
+class ProposalOut(_Open):
+    id: str
+    based_on_workspace_version: int
+    depends_on: list[str]
+    status: str
+
+
+class PendingWorkOut(_Open):
+    request_id: str
+    status: str
+
+
+class Projection(_Open):
+    """The projection contract (DESIGN.md §4); more keys are present and keep their meaning."""
+
+    schema_version: str
+    reducer_version: str
+    workspace_id: str
+    workspace_version: int
+    scope: dict[str, str]
+    goal: str
+    status: str
+    selected_items: SelectedItems
+    proposals: list[ProposalOut]
+    pending_work: list[PendingWorkOut]
+    runtime_limits: dict[str, int]
+    execution_mode: str
+
+
+class CommitOut(_Open):
+    """One ledger commit: the items as submitted and the coordinator's decisions."""
+
+    workspace_id: str
+    workspace_version: int
+    at: str
+    author: AuthorOut
+    items: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    hash: str | None = None
+    previous_hash: str | None = None
+
+
+class LedgerPage(BaseModel):
+    workspace_id: str
+    after: int
+    head: int
+    commits: list[CommitOut]
+    next_after: int | None = Field(None, description="pass as ?after= to read on; absent at the head")
+
+
+class TimelineEntry(BaseModel):
+    event_time: str | None
+    event_time_quality: str
+    ingested_at: str | None
+    recorded_at_version: int
+    id: str
+    source: dict[str, str]
+    statement: str
+    late_arrival: bool
+    stale: bool
+
+
+class Timeline(BaseModel):
+    workspace_id: str
+    workspace_version: int
+    entries: list[TimelineEntry]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]
+    ledger: str
+
+
+class Whoami(BaseModel):
+    key_id: str
+    principal: str
+    role: Role
+    roles: list[Role]
+    tenant_id: str

@@ -1,0 +1,89 @@
+"""A server-sent events stream of a workspace's commits, for subscribers.
+
+The stream follows the ledger itself (the notification log is the outbox, DESIGN.md §2): it polls for
+commits after the subscriber's position every ``poll_interval_s`` and sends one ``commit`` event per
+commit, with the workspace version as the event id, so a client that reconnects with ``Last-Event-ID``
+resumes where it stopped and misses nothing. The stream is bounded: it ends after ``timeout_s`` with an
+``end`` event that names the position to resume from, and at once when the client disconnects.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.errors import ERROR_RESPONSES
+from caseboard.api.routes_write import WorkspaceId
+from caseboard.api.services import Services
+
+router = APIRouter(tags=["subscribers"])
+BATCH = 100
+KEEPALIVE_S = 15.0
+
+
+@router.get(
+    "/workspaces/{workspace_id}/events",
+    response_class=StreamingResponse,
+    summary="Commits as server-sent events",
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "`commit` events (id = workspace version), then one `end` event",
+        },
+        **ERROR_RESPONSES,
+    },
+)
+async def events(
+    workspace_id: WorkspaceId,
+    request: Request,
+    who: CallerDep,
+    svc: ServicesDep,
+    after: Annotated[int, Query(ge=0, le=2**62, description="send commits after this version")] = 0,
+    timeout_s: Annotated[
+        float, Query(gt=0, le=3600, description="end the stream after this many seconds")
+    ] = 300,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> StreamingResponse:
+    await anyio.to_thread.run_sync(visible, svc, who, workspace_id)
+    if last_event_id is not None and last_event_id.isdigit():
+        after = max(after, int(last_event_id))
+    stream = _follow(request, svc, workspace_id, after, timeout_s)
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _follow(
+    request: Request, svc: Services, workspace_id: str, after: int, timeout_s: float
+) -> AsyncIterator[str]:
+    position = after
+    deadline = time.monotonic() + timeout_s
+    quiet_since = time.monotonic()
+    yield "retry: 1000\n\n"
+    while time.monotonic() < deadline:
+        if await request.is_disconnected():
+            return
+        read = partial(svc.app.ledger.read, workspace_id, position, position + BATCH)
+        commits = await anyio.to_thread.run_sync(read)
+        for commit in commits:
+            data = {"workspace_id": workspace_id, **commit.summary()}
+            yield f"id: {commit.version}\nevent: commit\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+            position = commit.version
+        if commits:
+            quiet_since = time.monotonic()
+            continue
+        if time.monotonic() - quiet_since >= KEEPALIVE_S:
+            quiet_since = time.monotonic()
+            yield ": keep-alive\n\n"
+        await anyio.sleep(min(svc.poll_interval_s, max(0.0, deadline - time.monotonic())))
+    yield f"event: end\ndata: {json.dumps({'reason': 'timeout', 'next_after': position})}\n\n"

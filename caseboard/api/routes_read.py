@@ -1,0 +1,174 @@
+"""Reading: the projection (JSON or YAML), the ledger, the timeline and the model-facing view.
+
+Every route first asks ``visible``: a workspace of another tenant answers exactly as a missing one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import yaml
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse, Response
+
+from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.errors import ERROR_RESPONSES, ApiError
+from caseboard.api.models import LedgerPage, Projection, Timeline, Whoami
+from caseboard.api.routes_write import WorkspaceId
+from caseboard.api.services import Services
+from caseboard.domain.errors import Reason
+from caseboard.domain.items import Role
+from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
+
+router = APIRouter(tags=["reading"])
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+Version = Annotated[int | None, Query(ge=1, description="a past version (default: the head)")]
+
+
+def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | None) -> dict[str, Any]:
+    """The head from the cached state (caught up first); other versions or reducers folded from the ledger."""
+    workspaces = svc.app.workspaces
+    if version is None and reducer in (None, workspaces.reducer.name):
+        with workspaces.lock(workspace_id):
+            workspaces.catch_up(workspace_id)
+            return workspaces.reducer.render(workspaces.current(workspace_id))
+    return workspaces.show(workspace_id, version, reducer)
+
+
+@router.get(
+    "/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant"
+)
+def whoami(who: CallerDep) -> Whoami:
+    return Whoami(
+        key_id=who.key.key_id,
+        principal=who.key.principal,
+        role=who.role,
+        roles=list(who.key.roles),
+        tenant_id=who.tenant_id,
+    )
+
+
+@router.get(
+    "/workspaces/{workspace_id}",
+    response_model=Projection,
+    summary="The projection, at the head or any version",
+    responses={
+        200: {
+            "content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/Projection"}}},
+            "description": "the projection (JSON, or YAML by Accept or ?format=yaml)",
+        },
+        **ERROR_RESPONSES,
+    },
+)
+def projection(
+    workspace_id: WorkspaceId,
+    who: CallerDep,
+    svc: ServicesDep,
+    version: Version = None,
+    reducer: Annotated[
+        str | None, Query(max_length=64, description="a reducer version, e.g. workspace-rules-v1")
+    ] = None,
+    format: Annotated[
+        Literal["json", "yaml"] | None, Query(description="overrides the Accept header")
+    ] = None,
+    accept: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> Response:
+    visible(svc, who, workspace_id)
+    document = _show(svc, workspace_id, version, reducer)
+    wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
+    if wants_yaml:
+        text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+        return Response(text, media_type="application/yaml")
+    return JSONResponse(document)
+
+
+@router.get(
+    "/workspaces/{workspace_id}/ledger",
+    response_model=LedgerPage,
+    responses=ERROR_RESPONSES,
+    summary="The ledger's commits after a version, oldest first",
+)
+def ledger(
+    workspace_id: WorkspaceId,
+    who: CallerDep,
+    svc: ServicesDep,
+    after: Annotated[int, Query(ge=0, le=2**62, description="only commits after this version")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> JSONResponse:
+    visible(svc, who, workspace_id)
+    commits = svc.app.ledger.read(workspace_id, after=after, upto=after + limit)
+    head = svc.app.ledger.head(workspace_id)
+    records = []
+    for commit in commits:
+        record = commit.model_dump(mode="json", exclude_none=True)
+        record["workspace_version"] = record.pop("version")
+        records.append(record)
+    last = commits[-1].version if commits else after
+    page: dict[str, Any] = {"workspace_id": workspace_id, "after": after, "head": head, "commits": records}
+    if last < head:
+        page["next_after"] = last
+    return JSONResponse(page)
+
+
+@router.get(
+    "/workspaces/{workspace_id}/timeline",
+    response_model=Timeline,
+    responses=ERROR_RESPONSES,
+    summary="Observations in source event-time order, with their ingestion times",
+)
+def timeline(
+    workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
+) -> JSONResponse:
+    visible(svc, who, workspace_id)
+    document = _show(svc, workspace_id, version, None)
+    observations = sorted(
+        document["observations"],
+        key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
+    )
+    keys = (
+        "event_time",
+        "event_time_quality",
+        "ingested_at",
+        "recorded_at_version",
+        "id",
+        "source",
+        "statement",
+        "late_arrival",
+        "stale",
+    )
+    entries = [{k: obs[k] for k in keys} for obs in observations]
+    return JSONResponse(
+        {"workspace_id": workspace_id, "workspace_version": document["workspace_version"], "entries": entries}
+    )
+
+
+@router.get(
+    "/workspaces/{workspace_id}/view",
+    response_model=ModelView,
+    responses=ERROR_RESPONSES,
+    summary="The bounded, quoted view a participant's model is given",
+)
+def view(
+    workspace_id: WorkspaceId,
+    who: CallerDep,
+    svc: ServicesDep,
+    budget_chars: Annotated[
+        int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")
+    ],
+    role: Annotated[Role | None, Query(description="whose view (default: the role the key acts in)")] = None,
+    version: Version = None,
+) -> JSONResponse:
+    visible(svc, who, workspace_id)
+    reader = role or who.role
+    if reader not in who.key.roles and Role.OPERATOR not in who.key.roles:
+        raise ApiError(
+            Reason.FORBIDDEN,
+            f"this key may read the view of {', '.join(who.key.roles)}, not of {reader.value!r}",
+            field="role",
+        )
+    workspaces = svc.app.workspaces
+    state = workspaces.state_at(workspace_id, version)
+    commits = svc.app.ledger.read(workspace_id, upto=state.version)
+    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name)
+    return JSONResponse(built.model_dump(mode="json"))

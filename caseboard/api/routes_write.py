@@ -1,0 +1,106 @@
+"""Writing: open a workspace, submit a contribution. The author is always the caller's key."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+from fastapi.responses import JSONResponse
+
+from caseboard.api.auth import Caller, CallerDep, ServicesDep, visible
+from caseboard.api.errors import CONFLICT_RESPONSE, ERROR_RESPONSES, ApiError, refusal_response
+from caseboard.api.models import Accepted, ContributionRequest, OpenWorkspaceRequest
+from caseboard.api.services import Services
+from caseboard.domain import items as it
+from caseboard.domain.contribution import Contribution
+from caseboard.domain.errors import Reason
+
+WORKSPACE_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+WorkspaceId = Annotated[str, Path(pattern=WORKSPACE_ID, description="the workspace id, e.g. incident-042")]
+
+router = APIRouter(tags=["contributions"])
+WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": Accepted, "description": "an idempotent retry: the original outcome, nothing appended"},
+    **ERROR_RESPONSES,
+    **CONFLICT_RESPONSE,
+}
+
+
+@router.post(
+    "/workspaces",
+    status_code=201,
+    response_model=Accepted,
+    responses=WRITE_RESPONSES,
+    summary="Open a workspace (an operator's open item; version 1)",
+)
+def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
+    if body.scope.tenant_id != who.tenant_id:
+        raise ApiError(
+            Reason.FORBIDDEN,
+            f"scope.tenant_id must be this key's tenant ({who.tenant_id!r}): the "
+            "tenant is set by credentials, not by a body",
+            field="scope.tenant_id",
+        )
+    item = it.Open(
+        type="open",
+        scope=body.scope,
+        goal=body.goal,
+        runtime_limits=body.runtime_limits,
+        execution_mode=body.execution_mode,
+    )
+    contribution = Contribution(
+        workspace_id=body.workspace_id,
+        author=who.author,
+        idempotency_key=body.idempotency_key,
+        at=body.at,
+        items=(item,),
+    )
+    return _commit(svc, who, contribution)
+
+
+@router.post(
+    "/workspaces/{workspace_id}/contributions",
+    status_code=201,
+    response_model=Accepted,
+    responses=WRITE_RESPONSES,
+    summary="Submit a contribution (one or more items, committed atomically)",
+)
+def submit(
+    workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep
+) -> JSONResponse:
+    visible(svc, who, workspace_id)
+    if body.workspace_id is not None and body.workspace_id != workspace_id:
+        raise ApiError(
+            Reason.INVALID,
+            f"workspace_id: the body names {body.workspace_id!r} but the path names {workspace_id!r}",
+            field="workspace_id",
+        )
+    for index, item in enumerate(body.items):
+        if (
+            isinstance(item, it.Constraints)
+            and item.scope is not None
+            and item.scope.tenant_id != who.tenant_id
+        ):
+            raise ApiError(
+                Reason.FORBIDDEN,
+                f"items[{index}].scope.tenant_id: a workspace stays in its tenant ({who.tenant_id!r})",
+                field=f"items[{index}].scope.tenant_id",
+            )
+    contribution = Contribution(
+        workspace_id=workspace_id,
+        author=who.author,
+        expected_version=body.expected_version,
+        idempotency_key=body.idempotency_key,
+        at=body.at,
+        items=body.items,
+    )
+    return _commit(svc, who, contribution)
+
+
+def _commit(svc: Services, who: Caller, contribution: Contribution) -> JSONResponse:
+    outcome = svc.app.coordinator(trust_timestamps=svc.trust_timestamps).submit(contribution)
+    svc.metrics.outcome(outcome)
+    if not outcome["ok"]:
+        return refusal_response(outcome)
+    body = {**outcome, "author": who.author.model_dump(mode="json")}
+    return JSONResponse(body, status_code=200 if outcome.get("idempotent_replay") else 201)

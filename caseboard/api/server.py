@@ -1,0 +1,52 @@
+"""``create_app``: the FastAPI application over a composed ``App`` and a key store. Nothing runs at import."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+
+from caseboard.api import routes_events, routes_ops, routes_read, routes_write
+from caseboard.api.errors import ApiError, on_api_error, on_caseboard_error, on_validation_error
+from caseboard.api.metrics import MetricsMiddleware
+from caseboard.api.services import KeyCache, Services
+from caseboard.app import App
+from caseboard.domain.errors import CaseboardError
+from caseboard.keys import KeyStore
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""A contribution holds at most 100 items of short claims; large material lives behind evidence_ref."""
+
+DESCRIPTION = """\
+Event-sourced incident investigation workspaces, over HTTP.
+
+Authenticate with `Authorization: Bearer <token>` (a key from `caseboard keys create`). The key decides the
+author of every contribution (its principal, and the role it acts in: `X-Caseboard-Role` when it holds
+several) and the tenant whose workspaces it can see; a workspace of another tenant answers 404, exactly as
+a missing one. Every error body is `{"ok": false, "reason": <token>, "message": ..., "field": ...}`.
+"""
+
+
+def create_app(
+    app: App,
+    keys: KeyStore,
+    *,
+    trust_timestamps: bool = False,
+    poll_interval_s: float = 0.2,
+    key_cache_s: float = 1.0,
+) -> FastAPI:
+    services = Services(
+        app=app,
+        keys=keys,
+        trust_timestamps=trust_timestamps,
+        poll_interval_s=poll_interval_s,
+        key_cache=KeyCache(key_cache_s),
+    )
+    api = FastAPI(title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES)
+    api.state.services = services
+    for module in (routes_write, routes_read, routes_events, routes_ops):
+        api.include_router(module.router)
+    api.add_exception_handler(ApiError, on_api_error)
+    api.add_exception_handler(RequestValidationError, on_validation_error)
+    api.add_exception_handler(CaseboardError, on_caseboard_error)
+    api.add_middleware(MetricsMiddleware, metrics=services.metrics)
+    return api

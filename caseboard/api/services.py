@@ -1,0 +1,42 @@
+"""What the HTTP layer works with, handed to ``create_app`` by the composition root."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from caseboard.api.metrics import Metrics
+from caseboard.app import App
+from caseboard.keys import ApiKey, KeyStore, hash_secret
+
+
+class KeyCache:
+    """Authenticated keys by the SHA-256 of their token, each for ``ttl_s`` seconds."""
+
+    def __init__(self, ttl_s: float, capacity: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.capacity = capacity
+        self._entries: dict[str, tuple[float, ApiKey]] = {}
+
+    def get(self, token: str) -> ApiKey | None:
+        entry = self._entries.get(hash_secret(token))
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, token: str, key: ApiKey) -> None:
+        if self.ttl_s <= 0:
+            return
+        if len(self._entries) >= self.capacity:
+            self._entries.clear()
+        self._entries[hash_secret(token)] = (time.monotonic() + self.ttl_s, key)
+
+
+@dataclass
+class Services:
+    app: App
+    keys: KeyStore
+    trust_timestamps: bool = False
+    poll_interval_s: float = 0.2
+    metrics: Metrics = field(default_factory=Metrics)
+    key_cache: KeyCache = field(default_factory=lambda: KeyCache(1.0))

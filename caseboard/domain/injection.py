@@ -1,0 +1,78 @@
+"""Text that looks like instructions to a model, found in a contribution's free text.
+
+Entries are data, never instructions. A participant may still write (or copy from a log line or a web page)
+text that tries to steer whoever reads the workspace next: "ignore previous instructions", "you are now",
+"system:", a tool-call payload. Such text is not refused, since it may be the very evidence under study;
+it is recorded with the item and flagged, so that every view that shows it can say so.
+
+``suspicious_text(item)`` is pure and deterministic: the same item always gives the same signals. The
+coordinator records them in the item's decision at commit time (``"suspicious": [...]``), so a later
+change of these patterns never rewrites how an old entry was flagged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        (
+            "ignore_instructions",
+            r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|your|the)\b"
+            r"[^.\n]{0,20}\b(instructions?|prompts?|rules|directions|guidelines|context)\b",
+        ),
+        (
+            "role_change",
+            r"\byou are now\b|\bact as (an? |the )?\w+|\bfrom now on,? you\b|\bpretend (to be|you are)\b",
+        ),
+        (
+            "role_marker",
+            r"(^|\n)\s*(system|assistant|developer)\s*:|<\|?(system|im_start|im_end)\|?>|\[/?INST\]",
+        ),
+        (
+            "new_instructions",
+            r"\b(new|updated|real) instructions?\s*:|\bdo not (tell|inform) the (user|operator)\b",
+        ),
+        (
+            "tool_call",
+            r"<\s*/?\s*(tool_call|function_call|tool_use|invoke)\b|\"(tool|function)_?call\"\s*:"
+            r"|\bcall the \w+ tool\b|\brun (the )?(command|shell)\b",
+        ),
+        (
+            "mode_change",
+            r"\b(execution_mode|read_only)\b\s*[:=]|\bdisable (the )?(read[- ]only|safety|guardrails?)\b",
+        ),
+    )
+)
+
+
+def signals_in(text: str) -> list[str]:
+    """The names of the signals that ``text`` matches, in the order of ``SIGNALS``."""
+    return [name for name, pattern in SIGNALS if pattern.search(text)]
+
+
+def suspicious_text(item: BaseModel) -> list[dict[str, Any]]:
+    """Every free-text field of an item that looks like instructions: ``[{"field", "signals"}]``."""
+    found = []
+    for path, text in _texts(item.model_dump(mode="json", exclude_none=True), ""):
+        signals = signals_in(text)
+        if signals:
+            found.append({"field": path, "signals": signals})
+    return found
+
+
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            if key != "type":
+                yield from _texts(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _texts(inner, f"{path}[{index}]")

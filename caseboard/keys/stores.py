@@ -1,0 +1,219 @@
+"""Key stores: a table ``caseboard_api_keys`` beside the ledger (SQLite or PostgreSQL), or memory for tests.
+
+The table is created on first use, in the same database (and PostgreSQL schema) as the ledger, so one
+``CASEBOARD_DATABASE_URL`` names both. Rows are never deleted: a revoked key keeps its record.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse, urlunparse
+
+from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
+from caseboard.domain.items import Role
+from caseboard.keys.model import ApiKey, IssuedKey, KeyStore, hash_secret, matches, new_token, split_token
+
+TABLE = "caseboard_api_keys"
+COLUMNS = "key_id, secret_sha256, principal, roles, tenant_id, label, created_at, revoked_at"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _record(row: Sequence[Any]) -> tuple[ApiKey, str]:
+    key_id, secret_sha256, principal, roles, tenant_id, label, created_at, revoked_at = row
+    key = ApiKey(
+        key_id=key_id,
+        principal=principal,
+        roles=tuple(Role(r) for r in roles.split(",")),
+        tenant_id=tenant_id,
+        label=label,
+        created_at=datetime.fromisoformat(created_at),
+        revoked_at=datetime.fromisoformat(revoked_at) if revoked_at else None,
+    )
+    return key, secret_sha256
+
+
+class MemoryKeyStore:
+    """The in-memory twin, for unit tests and ``memory://`` ledgers."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[ApiKey, str]] = {}
+        self._guard = threading.Lock()
+
+    def create(
+        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
+    ) -> IssuedKey:
+        key_id, token = new_token()
+        key = ApiKey(
+            key_id=key_id,
+            principal=principal,
+            roles=_roles(roles),
+            tenant_id=tenant_id,
+            label=label,
+            created_at=_now(),
+        )
+        with self._guard:
+            self._rows[key_id] = (key, hash_secret(token))
+        return IssuedKey(key=key, token=token)
+
+    def authenticate(self, token: str) -> ApiKey | None:
+        key_id = split_token(token)
+        row = self._rows.get(key_id) if key_id else None
+        if row is None or not matches(token, row[1]) or not row[0].active:
+            return None
+        return row[0]
+
+    def list(self) -> list[ApiKey]:
+        return sorted((key for key, _ in self._rows.values()), key=lambda k: (k.created_at, k.key_id))
+
+    def revoke(self, key_id: str) -> ApiKey | None:
+        with self._guard:
+            row = self._rows.get(key_id)
+            if row is None:
+                return None
+            key = row[0] if row[0].revoked_at else row[0].model_copy(update={"revoked_at": _now()})
+            self._rows[key_id] = (key, row[1])
+            return key
+
+    def close(self) -> None:
+        pass
+
+
+class SqlKeyStore:
+    """Keys in a SQL table; ``run`` executes one statement (``%s`` placeholders) and returns its rows."""
+
+    def __init__(self, table: str, run: Any, closer: Any = None) -> None:
+        self.table = table
+        self._run = run
+        self._closer = closer
+        self._run(
+            f"CREATE TABLE IF NOT EXISTS {table} (key_id text PRIMARY KEY, secret_sha256 text NOT NULL, "
+            "principal text NOT NULL, roles text NOT NULL, tenant_id text NOT NULL, label text, "
+            "created_at text NOT NULL, revoked_at text)",
+            (),
+        )
+
+    def create(
+        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
+    ) -> IssuedKey:
+        key_id, token = new_token()
+        key = ApiKey(
+            key_id=key_id,
+            principal=principal,
+            roles=_roles(roles),
+            tenant_id=tenant_id,
+            label=label,
+            created_at=_now(),
+        )
+        self._run(
+            f"INSERT INTO {self.table} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, NULL)",
+            (
+                key_id,
+                hash_secret(token),
+                principal,
+                ",".join(r.value for r in key.roles),
+                tenant_id,
+                label,
+                key.created_at.isoformat(),
+            ),
+        )
+        return IssuedKey(key=key, token=token)
+
+    def authenticate(self, token: str) -> ApiKey | None:
+        key_id = split_token(token)
+        if key_id is None:
+            return None
+        rows = self._run(f"SELECT {COLUMNS} FROM {self.table} WHERE key_id = %s", (key_id,))
+        if not rows:
+            return None
+        key, stored = _record(rows[0])
+        if not matches(token, stored) or not key.active:
+            return None
+        return key
+
+    def list(self) -> list[ApiKey]:
+        rows = self._run(f"SELECT {COLUMNS} FROM {self.table} ORDER BY created_at, key_id", ())
+        return [_record(row)[0] for row in rows]
+
+    def revoke(self, key_id: str) -> ApiKey | None:
+        self._run(
+            f"UPDATE {self.table} SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL",
+            (_now().isoformat(), key_id),
+        )
+        rows = self._run(f"SELECT {COLUMNS} FROM {self.table} WHERE key_id = %s", (key_id,))
+        return _record(rows[0])[0] if rows else None
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+
+
+def _roles(roles: tuple[Role, ...]) -> tuple[Role, ...]:
+    if not roles:
+        raise ConfigurationError("a key needs at least one role")
+    return tuple(dict.fromkeys(Role(r) for r in roles))
+
+
+def open_key_store(url: str, *, pool_size: int = 4) -> KeyStore:
+    """The key store that lives beside the ledger named by ``url``."""
+    if url == "memory://":
+        return MemoryKeyStore()
+    scheme = url.split(":", 1)[0]
+    if scheme == "sqlite":
+        return _sqlite(url)
+    if scheme in ("postgresql", "postgres"):
+        return _postgres(url, pool_size)
+    raise ConfigurationError(f"no key store for {url!r}: use sqlite:///path or postgresql://...")
+
+
+def _sqlite(url: str) -> SqlKeyStore:
+    path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+    if not path:
+        raise ConfigurationError(f"{url!r}: a SQLite URL looks like sqlite:///path/to/ledger.db")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+    def run(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            with sqlite3.connect(path, timeout=30) as conn:
+                rows = conn.execute(sql.replace("%s", "?"), params).fetchall()
+            conn.close()
+        except sqlite3.Error as error:
+            raise LedgerUnavailable(f"the key store at {path} failed: {error}") from error
+        return rows
+
+    return SqlKeyStore(TABLE, run)
+
+
+def _postgres(url: str, pool_size: int) -> SqlKeyStore:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    parts = urlparse(url)
+    schema = parse_qs(parts.query).get("schema", ["public"])[0]
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
+        raise ConfigurationError(f"schema {schema!r} is not a plain SQL identifier")
+    conninfo = urlunparse(parts._replace(scheme="postgresql", query=""))
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    except psycopg.Error as error:
+        raise LedgerUnavailable(f"cannot reach PostgreSQL for the key store: {error}") from error
+    pool = ConnectionPool(conninfo, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True})
+
+    def run(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            with pool.connection() as conn:
+                cursor = conn.execute(sql, params, prepare=True)
+                return cursor.fetchall() if cursor.description else []
+        except psycopg.Error as error:
+            raise LedgerUnavailable(f"the key store failed: {error}") from error
+
+    return SqlKeyStore(f'"{schema}".{TABLE}', run, pool.close)
