@@ -20,9 +20,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv with caseboard and its development tools
 
-run: $(STAMP) ## play incident-042 on a fresh embedded (SQLite) ledger and tell the story
+run: $(STAMP) ## tell the incident-042 story on a fresh embedded ledger; on a terminal, then serve it over HTTP
 	rm -rf .caseboard/demo
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/demo/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo
+	@if [ -t 0 ] && [ -t 1 ] && [ "$${CASEBOARD_DEMO_SERVE:-1}" != 0 ]; then \
+	  echo; echo "Serving the same incident over HTTP (Ctrl-C stops; CASEBOARD_DEMO_SERVE=0 skips this step):"; \
+	  CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo; fi
 
 demo: run ## same as run
 
