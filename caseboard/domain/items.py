@@ -6,10 +6,19 @@ stored name of the item: it is written into the ledger and must never change for
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 MAX_TEXT = 4096
 """Statements, summaries, rationales and questions are short claims; large material lives behind a ref."""
@@ -20,6 +29,12 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Seconds = Annotated[int, Field(gt=0, le=7 * 24 * 3600)]
+MAX_REFS = 256
+"""A list of references (evidence, dependencies, targets) names at most this many ids."""
+MAX_OUTPUT_CHARS = 65536
+"""A recorded judgment's output, as compact JSON, is at most this long; larger material lives behind a ref."""
+Ids = Annotated[tuple[Id, ...], Field(max_length=MAX_REFS)]
+Names = Annotated[tuple[Name, ...], Field(max_length=MAX_REFS)]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
@@ -75,7 +90,7 @@ class Source(Frozen):
 
 
 class ObservationScope(Frozen):
-    instances: tuple[Name, ...] = ()
+    instances: Names = ()
 
 
 class ObservationBody(Frozen):
@@ -87,7 +102,7 @@ class ObservationBody(Frozen):
     evidence_ref: Ref | None = None
     scope: ObservationScope | None = None
     expires_at: AwareDatetime | None = None
-    derived_from: tuple[Id, ...] = ()
+    derived_from: Ids = ()
 
 
 class Open(Frozen):
@@ -106,8 +121,8 @@ class Hypothesis(Frozen):
     type: Literal["hypothesis"]
     id: Id
     statement: Text
-    supporting_evidence: tuple[Id, ...] = ()
-    challenging_evidence: tuple[Id, ...] = ()
+    supporting_evidence: Ids = ()
+    challenging_evidence: Ids = ()
 
 
 class Link(Frozen):
@@ -129,7 +144,7 @@ class Answer(Frozen):
     type: Literal["answer"]
     question: Id
     text: Text
-    evidence: tuple[Id, ...] = ()
+    evidence: Ids = ()
 
 
 class Proposal(Frozen):
@@ -137,7 +152,7 @@ class Proposal(Frozen):
     id: Id
     summary: Text
     based_on_workspace_version: Annotated[int, Field(ge=1)]
-    depends_on: tuple[Id, ...] = ()
+    depends_on: Ids = ()
 
 
 class Review(Frozen):
@@ -145,7 +160,7 @@ class Review(Frozen):
     proposal: Id
     decision: Literal["retained", "revised", "withdrawn", "accepted"]
     what_changed: Text | None = None
-    affected_assumptions: tuple[Id, ...] = ()
+    affected_assumptions: Ids = ()
 
 
 class WorkRequest(Frozen):
@@ -174,8 +189,8 @@ class QueryRecord(Frozen):
     """What a query covered: an empty result means something only alongside these."""
 
     time_range: tuple[AwareDatetime, AwareDatetime]
-    filters: dict[str, Name] = Field(default_factory=dict)
-    targets: tuple[Name, ...] = ()
+    filters: Annotated[dict[str, Name], Field(max_length=MAX_REFS)] = Field(default_factory=dict)
+    targets: Names = ()
     completed: bool
 
     @model_validator(mode="after")
@@ -210,8 +225,8 @@ class Verification(Frozen):
 
 class Selection(Frozen):
     type: Literal["selection"]
-    select: tuple[Id, ...] = ()
-    deselect: tuple[Id, ...] = ()
+    select: Ids = ()
+    deselect: Ids = ()
     reason: Text
 
 
@@ -222,14 +237,22 @@ class Judgment(Frozen):
     model: Name
     prompt_sha256: Sha256
     input_workspace_version: Annotated[int, Field(ge=1)]
-    evidence_revisions: dict[Id, int] = Field(default_factory=dict)
+    evidence_revisions: Annotated[dict[Id, int], Field(max_length=MAX_REFS)] = Field(default_factory=dict)
     output: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("output")
+    @classmethod
+    def _output_is_bounded(cls, output: dict[str, Any]) -> dict[str, Any]:
+        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False))
+        if size > MAX_OUTPUT_CHARS:
+            raise ValueError(f"output is {size} characters as JSON; at most {MAX_OUTPUT_CHARS} (put the rest behind a ref)")
+        return output
 
 
 class Cycle(Frozen):
     type: Literal["cycle"]
     number: Annotated[int, Field(ge=1)]
-    scheduled: tuple[Id, ...] = ()
+    scheduled: Ids = ()
 
 
 class StatusChange(Frozen):

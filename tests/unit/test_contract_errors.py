@@ -430,3 +430,20 @@ def test_a_decoded_object_is_held_to_the_same_strict_contract_as_its_text() -> N
     parsed = parse_contribution(envelope([obs("obs-9")]))
     assert parsed.items[0].type == "observation"
     assert parsed == parse_contribution(text([obs("obs-9")]))
+
+
+def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
+    from caseboard.coordinator import parse_contribution
+    from caseboard.domain.errors import Refused
+
+    too_many = [f"obs-{i}" for i in range(257)]
+    hypothesis = {"type": "hypothesis", "id": "h", "statement": "s", "supporting_evidence": too_many}
+    with pytest.raises(Refused) as refused:
+        parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [hypothesis]})
+    assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].supporting_evidence")
+    judgment = {"type": "judgment", "invocation_id": "i", "component": "c", "model": "m", "prompt_sha256": "0" * 64,
+                "input_workspace_version": 1, "output": {"text": "x" * 70000}}  # fmt: skip
+    with pytest.raises(Refused) as refused:
+        parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [judgment]})
+    assert refused.value.field == "items[0].output"
+    assert "65536" in refused.value.message
