@@ -503,6 +503,17 @@ def test_an_accepted_proposal_requires_revalidation_after_a_new_challenge() -> N
     assert board.proposal_status("prop-1") == "requires_revalidation"
 
 
+def test_a_proposal_built_on_another_requires_revalidation_when_the_one_underneath_does() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("planner", [proposal("prop-2", board.head, "prop-1")])
+    assert board.proposal_status("prop-2") == "current"
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    assert board.proposal_status("prop-1") == "requires_revalidation"
+    assert board.proposal_status("prop-2") == "requires_revalidation"
+
+
 def test_a_withdrawn_proposal_cannot_be_reviewed_again() -> None:
     board = opened()
     supported_proposal(board)

@@ -40,14 +40,24 @@ def is_stale(obs: ObservationRec, as_of: datetime | None) -> bool:
 
 
 def dependency_closure(state: WorkspaceState, proposal: ProposalRec) -> list[str]:
-    """What a proposal rests on: its dependencies and, for hypotheses, the evidence under them."""
+    """What a proposal rests on: its dependencies, the evidence under each hypothesis among them, and, for
+    a proposal it builds on, everything that one rests on."""
     closure: list[str] = []
-    for dep in proposal.depends_on:
+    seen = {proposal.id}
+    pending = list(proposal.depends_on)
+    while pending:
+        dep = pending.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
         closure.append(dep)
         hyp = state.hypotheses.get(dep)
         if hyp is not None:
             closure.extend(hyp.supporting)
             closure.extend(hyp.challenging)
+        underneath = state.proposals.get(dep)
+        if underneath is not None:
+            pending.extend(underneath.depends_on)
     return closure
 
 
