@@ -7,13 +7,13 @@ import sys
 from collections.abc import Callable, Sequence
 
 from caseboard.app import App, build_app
-from caseboard.cli import demo, ledger_cmds
+from caseboard.cli import demo, dispatch_cmds, ledger_cmds
 from caseboard.domain.errors import CaseboardError
 from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 Handler = Callable[[App, argparse.Namespace], int]
-MODULES = [ledger_cmds, demo]
+MODULES = [ledger_cmds, demo, dispatch_cmds]
 
 
 class Parser(argparse.ArgumentParser):

@@ -14,7 +14,7 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
@@ -46,10 +46,31 @@ class LedgerRecorder(PostgresApplicationRecorder):
             "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s) RETURNING notification_id"
         ).format(schema=schema, table=table)
+        self.outbox_statement = SQL(
+            "SELECT tx::text::bigint AS tx, notification_id, originator_id, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s) "
+            "AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, notification_id LIMIT %s"
+        ).format(schema=schema, table=table)
+        self.after_append: Callable[[], None] | None = None
+        """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
+
+    def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
+        """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind
+        them, because only rows of transactions older than every running one are read."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(self.outbox_statement, (str(after[0]), after[1], limit)).fetchall()
+        return [
+            (row["tx"], row["notification_id"],
+             StoredEvent(row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])))
+            for row in rows
+        ]  # fmt: skip
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if len(stored_events) != 1:
-            return super().insert_events(stored_events, **kwargs)
+            ids: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            if self.after_append is not None:
+                self.after_append()
+            return ids
         event = stored_events[0]
         with self.datastore.get_connection() as conn:
             if self._append_sql is None:  # render once: a composed query would be rendered on every call
@@ -60,6 +81,8 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 prepare=True,
             ).fetchone()
         assert row is not None
+        if self.after_append is not None:
+            self.after_append()
         return [row["notification_id"]]
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
