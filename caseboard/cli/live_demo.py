@@ -56,6 +56,10 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
             if stop.wait(0.05):
                 break
             host.tick()
+        drained = time.monotonic() + 5.0  # let the last notices reach their consumers
+        while time.monotonic() < drained and (dispatcher.outbox.pending(dispatcher.position)
+                                              or store.status("dispatcher")["unprocessed"]):  # fmt: skip
+            stop.wait(0.05)
     finally:
         stop.set()
         follower.join(timeout=5)

@@ -60,6 +60,9 @@ def declare_consumer(
 ) -> None:
     """Declares the actor that takes ``queue``'s messages on ``broker`` (explicitly, never the global one)."""
 
+    if actor_name(queue) in broker.actors:
+        return
+
     def consume(body: dict[str, Any]) -> None:
         handle(body)
 

@@ -5,7 +5,7 @@
 2. a participant scheduled in the last cycle that has not contributed yet (and is within its turn timeout)
    is waited for;
 3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
-   nothing at all yet; the verifier when a claim awaits checking and a completed check exists; the
+   no cycle yet; the verifier when a claim awaits checking and a completed check exists; the
    specialists of each request kind with requests opened since the last cycle;
 4. somebody wanted and cycles left: a ``cycle`` item naming them; no cycles left: ``budget_exhausted``
    with a handoff naming what is unresolved;
@@ -84,7 +84,7 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
     wanted: list[str] = []
     new_evidence = [o["id"] for o in view["observations"] if o["recorded_at_version"] > memory.version]
     flagged = [p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"]
-    if new_evidence or flagged or (not view["work"] and not view["hypotheses"]):
+    if new_evidence or flagged or memory.version == 0:
         wanted.append("planner-1")
     checks = [w for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
     if checks and any(h["status"] in ("supported", "challenged") for h in view["hypotheses"]):
