@@ -94,6 +94,10 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
         if work["status"] == "awaiting_result" and work["request_id"] in memory.requested and principal not in wanted:
             wanted.append(principal)
     open_points = unresolved(view)
+    if new_evidence:
+        open_points.append(f"evidence not yet weighed by the planner: {', '.join(new_evidence)}")
+    if not any(h["status"] == "confirmed" for h in view["hypotheses"]):
+        open_points.append(f"no confirmed explanation for the goal ({view['goal']})")
     handoff = "; ".join(open_points) or "nothing is unresolved"
     if wanted:
         used, budget = view["cycles_used"], view["runtime_limits"]["max_investigation_cycles"]

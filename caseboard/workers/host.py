@@ -28,7 +28,7 @@ from caseboard.workers.runtime import ContributionRefused, Participant, RetryBud
 log = structlog.get_logger("caseboard.workers")
 
 HOOK_ENV = "CASEBOARD_WORKER_TEST_HOOK"
-"""Fault-injection for tests: ``pause-after-effect`` blocks after the effect, before it is marked processed."""
+"""Fault-injection for tests: ``pause-after-effect:QUEUE`` blocks after the effect, before ``finish``."""
 
 DEFAULT_KINDS = (
     "log_query", "change_calendar", "metrics_query", "deploy_history", "dependency_health", "certificate_check",
@@ -87,7 +87,7 @@ class ConsumerHost:
                     self._effect(notification, self.controller)
         else:
             self._effect(notification, self._participant(notification))
-        if os.environ.get(HOOK_ENV) == "pause-after-effect":
+        if os.environ.get(HOOK_ENV) == f"pause-after-effect:{consumer}":
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
         if self.store.finish(consumer, notification.id, views):
