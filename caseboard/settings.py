@@ -21,6 +21,7 @@ class Settings:
     pool_size: int = 4
     redis_namespace: str = "caseboard"
     heartbeat_ms: int = 60_000
+    worker_poll_ms: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -33,6 +34,7 @@ class Settings:
             pool_size=_int(env, "CASEBOARD_POOL_SIZE", 4),
             redis_namespace=env.get("CASEBOARD_REDIS_NAMESPACE") or "caseboard",
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
+            worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
         )
         settings.validate()
         return settings

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context import BenchContext  # noqa: E402
 
-SECTIONS = ["commit"]
+SECTIONS = ["commit", "dispatch"]
 
 
 def main() -> int:

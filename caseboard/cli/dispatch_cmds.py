@@ -79,7 +79,7 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
     broker = broker_for(app)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     host = build_host(app, store, passive=args.passive, kinds=kinds, turn_timeout_s=args.turn_timeout)
-    worker = start_worker(broker, host, args.threads)
+    worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
     stop = _stop_on_signals()
     try:
         while not stop.wait(args.tick):

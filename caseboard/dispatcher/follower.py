@@ -30,6 +30,7 @@ from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 
 log = structlog.get_logger("caseboard.dispatcher")
 
+SETTLE_DELAYS = (0.0, 0.001, 0.002, 0.004, 0.008, 0.016)
 HOOK_ENV = "CASEBOARD_DISPATCH_TEST_HOOK"
 """Fault-injection for tests: ``exit-after-send`` or ``pause-after-send`` (before the position is stored)."""
 
@@ -96,10 +97,17 @@ class Dispatcher:
             if now - self._last_redrive >= self.config.redrive_every_s:
                 self._last_redrive = now
                 self.redrive()
-            if wait is not None:
-                wait(self.config.poll_s)
-            else:
-                stop.wait(self.config.poll_s)
+            woke = wait(self.config.poll_s) if wait is not None else stop.wait(self.config.poll_s)
+            if woke and not stop.is_set():
+                self._settle()
+
+    def _settle(self) -> None:
+        """A wake-up whose commit is not final yet (an older transaction still runs): look again shortly
+        instead of waiting for the next wake-up or the fallback poll."""
+        for delay in SETTLE_DELAYS:
+            if self.pass_once():
+                return
+            time.sleep(delay)
 
     def _fold(self, commit: Commit) -> WorkspaceState:
         state = self._states.get(commit.workspace_id)

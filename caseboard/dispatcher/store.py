@@ -130,13 +130,12 @@ class DispatchStore:
                 "updated_at = excluded.updated_at",
                 (name, position[0], position[1], len(sent), now),
             )
-            for d in sent:
-                cur.execute(
-                    "INSERT INTO caseboard_deliveries (notification_id, queue, body, sent_at) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (notification_id) DO UPDATE SET sent_at = excluded.sent_at, "
-                    "sends = caseboard_deliveries.sends + 1",
-                    (d.notification_id, d.queue, d.body, now),
-                )
+            cur.executemany(
+                "INSERT INTO caseboard_deliveries (notification_id, queue, body, sent_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (notification_id) DO UPDATE SET sent_at = excluded.sent_at, "
+                "sends = caseboard_deliveries.sends + 1",
+                [(d.notification_id, d.queue, d.body, now) for d in sent],
+            )
 
     def unprocessed(self, older_than_s: float, limit: int = 500) -> list[Delivery]:
         """Handed over at least ``older_than_s`` ago and processed by nobody: lost or stuck."""
@@ -255,6 +254,9 @@ class _SqliteCursor:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._cursor.execute(sql.replace("%s", "?").replace("DOUBLE PRECISION", "REAL"), params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._cursor.executemany(sql.replace("%s", "?"), rows)
 
     @property
     def rowcount(self) -> int:

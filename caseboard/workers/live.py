@@ -23,7 +23,8 @@ from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
 from caseboard.workers.scripted import scripted_participants
 
 PREFETCH = 100
-WORKER_TIMEOUT_MS = 100
+WORKER_TIMEOUT_MS = 10
+"""The longest an idle consumer sleeps between fetches (dramatiq's worker_timeout; ADR 0012)."""
 
 
 def broker_for(app: App, *, in_process: bool = False, heartbeat_ms: int | None = None) -> dramatiq.Broker:
@@ -45,10 +46,12 @@ def build_host(
     return ConsumerHost(store, app.coordinator(), scripted_participants(kinds), controller, kinds=kinds)
 
 
-def start_worker(broker: dramatiq.Broker, host: ConsumerHost, threads: int = 2) -> dramatiq.Worker:
+def start_worker(
+    broker: dramatiq.Broker, host: ConsumerHost, threads: int = 2, poll_ms: int = WORKER_TIMEOUT_MS
+) -> dramatiq.Worker:
     for queue in host.queues():
         declare_consumer(broker, queue, host.handle)
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=WORKER_TIMEOUT_MS)
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()
     return worker
