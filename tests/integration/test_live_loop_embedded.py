@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from caseboard.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()  # main() logged to a captured stream that pytest closes
 
 
 def live(tmp_path: Path, capsys: pytest.CaptureFixture[str], cycles: int) -> tuple[int, str, dict[str, object]]:
