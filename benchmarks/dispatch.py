@@ -80,14 +80,29 @@ def _broker(ctx: BenchContext) -> tuple[dramatiq.Broker, Callable[[], None]]:
     return broker, cleanup
 
 
-def _contribution(workspace: str, items: list[dict[str, Any]], principal: str = "op", role: str = "operator") -> Any:
-    return parse_contribution(json.dumps({"workspace_id": workspace, "author": {"principal": principal, "role": role},
-                                          "items": items}))  # fmt: skip
+def _contribution(
+    workspace: str, items: list[dict[str, Any]], principal: str = "op", role: str = "operator"
+) -> Any:
+    return parse_contribution(
+        json.dumps(
+            {"workspace_id": workspace, "author": {"principal": principal, "role": role}, "items": items}
+        )
+    )
 
 
-OPEN = {"type": "open", "scope": {"tenant_id": "t", "environment": "bench", "service": "s"}, "goal": "bench",
-        "execution_mode": "read_only", "runtime_limits": {"max_selected_items": 10**6, "max_investigation_cycles": 10,
-        "max_open_questions": 10**6, "max_proposals": 10, "max_pending_work": 10}}  # fmt: skip
+OPEN = {
+    "type": "open",
+    "scope": {"tenant_id": "t", "environment": "bench", "service": "s"},
+    "goal": "bench",
+    "execution_mode": "read_only",
+    "runtime_limits": {
+        "max_selected_items": 10**6,
+        "max_investigation_cycles": 10,
+        "max_open_questions": 10**6,
+        "max_proposals": 10,
+        "max_pending_work": 10,
+    },
+}
 
 
 def latency(ctx: BenchContext, commits: int) -> tuple[float, float]:
@@ -112,8 +127,14 @@ def latency(ctx: BenchContext, commits: int) -> tuple[float, float]:
                 tick += 1 / 50
                 time.sleep(max(0.0, tick - time.perf_counter()))
                 started[n] = time.perf_counter()
-                outcome = coordinator.submit(_contribution("bench-latency", [
-                    {"type": "question", "id": f"q-{n}", "text": "what changed?"}], "planner-1", "planner"))  # fmt: skip
+                outcome = coordinator.submit(
+                    _contribution(
+                        "bench-latency",
+                        [{"type": "question", "id": f"q-{n}", "text": "what changed?"}],
+                        "planner-1",
+                        "planner",
+                    )
+                )
                 assert outcome["ok"], outcome
             counter.wait_for(lambda: commits, timeout=30)
         finally:
@@ -155,8 +176,14 @@ def dispatch_rate(ctx: BenchContext, commits: int, workspaces: int = 20) -> tupl
         for w in range(workspaces):
             coordinator.submit(_contribution(f"bench-{w}", [OPEN]))
         for n in range(commits - workspaces):
-            coordinator.submit(_contribution(f"bench-{n % workspaces}", [
-                {"type": "question", "id": f"q-{n}", "text": "what changed?"}], "planner-1", "planner"))  # fmt: skip
+            coordinator.submit(
+                _contribution(
+                    f"bench-{n % workspaces}",
+                    [{"type": "question", "id": f"q-{n}", "text": "what changed?"}],
+                    "planner-1",
+                    "planner",
+                )
+            )
         store = DispatchStore(url)
         broker, cleanup = _broker(ctx)
         counter = Counter()
@@ -184,8 +211,11 @@ def run(ctx: BenchContext) -> dict[str, float]:
         p50, p99 = latency(ctx, 50 if ctx.quick else 500)
         dispatched, delivered = dispatch_rate(ctx, commits)
         raw = raw_rate(ctx, delivered)
-        print(f"commit-to-worker p50 {p50:.1f} ms, p99 {p99:.1f} ms at 50 commits/s; "
-              f"dispatch {dispatched:.0f}/s vs raw dramatiq {raw:.0f}/s ({delivered} notifications)", flush=True)  # fmt: skip
+        print(
+            f"commit-to-worker p50 {p50:.1f} ms, p99 {p99:.1f} ms at 50 commits/s; "
+            f"dispatch {dispatched:.0f}/s vs raw dramatiq {raw:.0f}/s ({delivered} notifications)",
+            flush=True,
+        )
         p50s.append(p50)
         p99s.append(p99)
         ratios.append(dispatched / raw)

@@ -1,4 +1,4 @@
-"""``caseboard dispatch``, ``caseboard worker`` and ``caseboard outbox status``: the live loop as processes."""
+"""``caseboard dispatch``, ``worker`` and ``outbox status``: the live loop as processes."""
 
 from __future__ import annotations
 
@@ -19,25 +19,41 @@ from caseboard.workers.live import broker_for, build_dispatcher, build_host, sta
 
 
 def register(commands: Any) -> None:
-    dispatch = commands.add_parser("dispatch", help="follow the ledger's outbox and hand notifications to dramatiq")
+    dispatch = commands.add_parser(
+        "dispatch", help="follow the ledger's outbox and hand notifications to dramatiq"
+    )
     dispatch.add_argument("--name", default="dispatcher", help="the position's name (one per dispatcher)")
     dispatch.add_argument("--poll", type=float, default=0.5, help="fallback poll in seconds (default 0.5)")
-    dispatch.add_argument("--redrive-after", type=float, default=60.0,
-                          help="re-send notifications unprocessed after this many seconds (default 60)")  # fmt: skip
+    dispatch.add_argument(
+        "--redrive-after",
+        type=float,
+        default=60.0,
+        help="re-send notifications unprocessed after this many seconds (default 60)",
+    )
     dispatch.add_argument("--once", action="store_true", help="drain the outbox once and exit")
     dispatch.set_defaults(handler=cmd_dispatch)
 
     worker = commands.add_parser("worker", help="run the consumers: scripted participants and the controller")
     worker.add_argument("--threads", type=int, default=2)
-    worker.add_argument("--passive", action="store_true", help="only record what is delivered (no participants)")
-    worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
-    worker.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
-    worker.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
+    worker.add_argument(
+        "--passive", action="store_true", help="only record what is delivered (no participants)"
+    )
+    worker.add_argument(
+        "--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)"
+    )
+    worker.add_argument(
+        "--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)"
+    )
+    worker.add_argument(
+        "--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for"
+    )
     worker.set_defaults(handler=cmd_worker)
 
     outbox = commands.add_parser("outbox", help="the outbox and its dispatcher")
     outbox_commands = outbox.add_subparsers(dest="outbox_command", required=True, metavar="SUBCOMMAND")
-    status = outbox_commands.add_parser("status", help="position, head, pending, delivered, duplicates (JSON)")
+    status = outbox_commands.add_parser(
+        "status", help="position, head, pending, delivered, duplicates (JSON)"
+    )
     status.add_argument("--name", default="dispatcher")
     status.set_defaults(handler=cmd_outbox_status)
 
@@ -51,8 +67,10 @@ def _stop_on_signals() -> threading.Event:
 
 def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
     if not app.database_url.startswith(("postgresql", "postgres")):
-        raise ConfigurationError("caseboard dispatch runs against PostgreSQL and Redis; "
-                                 "the embedded ledger dispatches in process (caseboard demo --live)")  # fmt: skip
+        raise ConfigurationError(
+            "caseboard dispatch runs against PostgreSQL and Redis; "
+            "the embedded ledger dispatches in process (caseboard demo --live)"
+        )
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
     config = DispatchConfig(name=args.name, poll_s=args.poll, redrive_after_s=args.redrive_after)
@@ -99,7 +117,11 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
         store.close()
     outbox = open_outbox(app.ledger)
     position = (status["position"][0], status["position"][1])
-    report = {"position": status["position"], "head": outbox.head(), "pending": outbox.pending(position), **{
-        k: status[k] for k in ("delivered", "processed", "unprocessed", "duplicates_absorbed")}}  # fmt: skip
+    report = {
+        "position": status["position"],
+        "head": outbox.head(),
+        "pending": outbox.pending(position),
+        **{k: status[k] for k in ("delivered", "processed", "unprocessed", "duplicates_absorbed")},
+    }
     sys.stdout.write(json.dumps(report) + "\n")
     return 0

@@ -25,10 +25,19 @@ LIVE_WORKSPACE = "incident-043"
 
 
 def open_item(cycles: int) -> dict[str, Any]:
-    return {"type": "open", "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
-            "goal": "Identify the authentication failure mechanism", "execution_mode": "read_only",
-            "runtime_limits": {"max_selected_items": 20, "max_investigation_cycles": cycles, "max_open_questions": 10,
-                               "max_proposals": 10, "max_pending_work": 10}}  # fmt: skip
+    return {
+        "type": "open",
+        "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
+        "goal": "Identify the authentication failure mechanism",
+        "execution_mode": "read_only",
+        "runtime_limits": {
+            "max_selected_items": 20,
+            "max_investigation_cycles": cycles,
+            "max_open_questions": 10,
+            "max_proposals": 10,
+            "max_pending_work": 10,
+        },
+    }
 
 
 def cmd_live(app: App, args: argparse.Namespace) -> int:
@@ -45,20 +54,29 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
     follower.start()
     out = sys.stdout
     try:
-        line = json.dumps({"workspace_id": workspace_id, "author": {"principal": "oncall-operator", "role": "operator"},
-                           "items": [open_item(args.cycles)]})  # fmt: skip
+        line = json.dumps(
+            {
+                "workspace_id": workspace_id,
+                "author": {"principal": "oncall-operator", "role": "operator"},
+                "items": [open_item(args.cycles)],
+            }
+        )
         outcome = app.coordinator().submit(parse_contribution(line))
         if not outcome["ok"]:
             raise CaseboardError(f"the workspace could not be opened: {outcome['message']}")
-        out.write(f"Opened {workspace_id} with a budget of {args.cycles} cycles; the controller takes it from here.\n\n")
+        out.write(
+            f"Opened {workspace_id} with a budget of {args.cycles} cycles; "
+            "the controller takes it from here.\n\n"
+        )
         deadline = time.monotonic() + args.timeout
         while app.workspaces.show(workspace_id)["status"] == "investigating" and time.monotonic() < deadline:
             if stop.wait(0.05):
                 break
             host.tick()
         drained = time.monotonic() + 5.0  # let the last notices reach their consumers
-        while time.monotonic() < drained and (dispatcher.outbox.pending(dispatcher.position)
-                                              or store.status("dispatcher")["unprocessed"]):  # fmt: skip
+        while time.monotonic() < drained and (
+            dispatcher.outbox.pending(dispatcher.position) or store.status("dispatcher")["unprocessed"]
+        ):
             stop.wait(0.05)
     finally:
         stop.set()
@@ -66,13 +84,17 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
         worker.stop()
         broker.close()
     for commit in app.ledger.read(workspace_id):
-        out.write(f"  v{commit.version:<3}{commit.author.principal} ({commit.author.role.value}): "
-                  f"{', '.join(s for s in commit.summary()['items'])}\n")  # fmt: skip
+        out.write(
+            f"  v{commit.version:<3}{commit.author.principal} ({commit.author.role.value}): "
+            f"{', '.join(s for s in commit.summary()['items'])}\n"
+        )
     final = app.workspaces.show(workspace_id)
     status = store.status("dispatcher")
     store.close()
-    out.write(f"\nStatus: {final['status']} after {final['cycles_used']} cycles "
-              f"({final['status_detail']['reason']}).\n")  # fmt: skip
+    out.write(
+        f"\nStatus: {final['status']} after {final['cycles_used']} cycles "
+        f"({final['status_detail']['reason']}).\n"
+    )
     if final["status_detail"]["handoff"]:
         out.write(f"Handoff: {final['status_detail']['handoff']}\n")
     out.write(f"Outbox: {json.dumps(status)}\n")

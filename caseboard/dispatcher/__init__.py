@@ -6,4 +6,12 @@ from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.route import coalesce, route
 from caseboard.dispatcher.store import DispatchStore
 
-__all__ = ["DispatchConfig", "DispatchStore", "Dispatcher", "Notification", "coalesce", "open_outbox", "route"]
+__all__ = [
+    "DispatchConfig",
+    "DispatchStore",
+    "Dispatcher",
+    "Notification",
+    "coalesce",
+    "open_outbox",
+    "route",
+]

@@ -36,9 +36,11 @@ def make_broker(config: BrokerConfig) -> dramatiq.Broker:
     from dramatiq.brokers.redis import RedisBroker
 
     return RedisBroker(  # type: ignore[no-untyped-call]
-        url=config.url, namespace=config.namespace, heartbeat_timeout=config.heartbeat_ms,
+        url=config.url,
+        namespace=config.namespace,
+        heartbeat_timeout=config.heartbeat_ms,
         maintenance_chance=config.maintenance_chance,
-    )  # fmt: skip
+    )
 
 
 def actor_name(queue: str) -> str:
@@ -68,6 +70,10 @@ def declare_consumer(
 
     consume.__name__ = actor_name(queue)
     dramatiq.actor(
-        broker=broker, queue_name=queue, actor_name=actor_name(queue),
-        max_retries=max_retries, min_backoff=50, max_backoff=2000,
-    )(consume)  # fmt: skip
+        broker=broker,
+        queue_name=queue,
+        actor_name=actor_name(queue),
+        max_retries=max_retries,
+        min_backoff=50,
+        max_backoff=2000,
+    )(consume)

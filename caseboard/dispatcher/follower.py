@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import dramatiq
@@ -46,9 +46,13 @@ class DispatchConfig:
 
 class Dispatcher:
     def __init__(
-        self, outbox: Outbox, store: DispatchStore, broker: dramatiq.Broker, workspaces: Workspaces,
+        self,
+        outbox: Outbox,
+        store: DispatchStore,
+        broker: dramatiq.Broker,
+        workspaces: Workspaces,
         config: DispatchConfig | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.outbox = outbox
         self.store = store
         self.broker = broker
@@ -73,8 +77,13 @@ class Dispatcher:
         position = entries[-1].position
         self.store.advance(self.config.name, position, sent)
         self.position = position
-        log.info("outbox_dispatched", commits=len(entries), notifications=len(sent),
-                 position=list(position), last_version=entries[-1].commit.version)  # fmt: skip
+        log.info(
+            "outbox_dispatched",
+            commits=len(entries),
+            notifications=len(sent),
+            position=list(position),
+            last_version=entries[-1].commit.version,
+        )
         return len(entries)
 
     def redrive(self) -> int:
@@ -89,7 +98,7 @@ class Dispatcher:
         return len(lost)
 
     def run(self, stop: threading.Event, wait: Callable[[float], object] | None = None) -> None:
-        """Until ``stop``: drain the outbox, wait for a wake-up (or the fallback poll), re-drive now and then."""
+        """Until ``stop``: drain the outbox, wait for a wake-up or the fallback poll, re-drive at times."""
         while not stop.is_set():
             while self.pass_once() and not stop.is_set():
                 pass
@@ -113,9 +122,14 @@ class Dispatcher:
         state = self._states.get(commit.workspace_id)
         if state is None or state.version != commit.version - 1:
             if state is not None and state.version >= commit.version:
-                log.warning("outbox_commit_seen_again", workspace_id=commit.workspace_id, version=commit.version)
-            state = (self.workspaces.state_at(commit.workspace_id, commit.version - 1)
-                     if commit.version > 1 else self.reducer.initial(commit.workspace_id))  # fmt: skip
+                log.warning(
+                    "outbox_commit_seen_again", workspace_id=commit.workspace_id, version=commit.version
+                )
+            state = (
+                self.workspaces.state_at(commit.workspace_id, commit.version - 1)
+                if commit.version > 1
+                else self.reducer.initial(commit.workspace_id)
+            )
         state = self.reducer.evolve(state, commit)
         self._states[commit.workspace_id] = state
         return state
@@ -139,4 +153,3 @@ class Dispatcher:
         if hook == "pause-after-send":
             log.warning("dispatch_test_hook", hook=hook, position=list(self.position))
             threading.Event().wait()
-

@@ -52,9 +52,9 @@ class PostgresOutbox:
         return int(self.recorder.max_notification_id() or 0)
 
     def pending(self, after: Position) -> int:
-        statement = SQL("SELECT count(*) AS n FROM {}.{} WHERE (tx, notification_id) > (%s::text::xid8, %s)").format(
-            Identifier(self.recorder.datastore.schema), Identifier(self.recorder.events_table_name)
-        )
+        statement = SQL(
+            "SELECT count(*) AS n FROM {}.{} WHERE (tx, notification_id) > (%s::text::xid8, %s)"
+        ).format(Identifier(self.recorder.datastore.schema), Identifier(self.recorder.events_table_name))
         with self.recorder.datastore.get_connection() as conn:
             row = conn.execute(statement, (str(after[0]), after[1])).fetchone()
         return int(row["n"]) if row else 0
@@ -71,10 +71,12 @@ class SequentialOutbox:
     def read(self, after: Position, limit: int) -> list[OutboxEntry]:
         rows = self.recorder.select_notifications(after[1], limit, inclusive_of_start=False)
         return [
-            OutboxEntry((0, row.id), decode_commit(StoredEvent(row.originator_id, row.originator_version,
-                                                               row.topic, row.state)))
+            OutboxEntry(
+                (0, row.id),
+                decode_commit(StoredEvent(row.originator_id, row.originator_version, row.topic, row.state)),
+            )
             for row in rows
-        ]  # fmt: skip
+        ]
 
     def head(self) -> int:
         return int(self.recorder.max_notification_id() or 0)

@@ -14,7 +14,11 @@ from collections.abc import Callable, Iterable
 from caseboard.dispatcher.notification import Notification, notification_id
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
-from caseboard.reducers.workspace_rules_v1.render import dependency_closure, hypothesis_status, needs_revalidation
+from caseboard.reducers.workspace_rules_v1.render import (
+    dependency_closure,
+    hypothesis_status,
+    needs_revalidation,
+)
 from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
 
 CHECK_SUFFIX = "_check"
@@ -34,17 +38,28 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
             merged = {**previous.evidence_revisions, **fields["evidence_revisions"]}  # type: ignore[dict-item]
             fields["evidence_revisions"] = dict(sorted(merged.items()))
         out[nid] = Notification.model_validate(
-            {"id": nid, "kind": kind, "audience": audience, "workspace_id": ws, "workspace_version": version,
-             "subject": subject, **fields}
-        )  # fmt: skip
+            {
+                "id": nid,
+                "kind": kind,
+                "audience": audience,
+                "workspace_id": ws,
+                "workspace_version": version,
+                "subject": subject,
+                **fields,
+            }
+        )
 
     for item, decision in zip(commit.items, commit.decisions, strict=True):
         match item:
             case it.Hypothesis() if item.supporting_evidence:
                 _claim_to_check(add, state, item.id)
             case it.Link():
-                add("evidence_changed", "planner", item.hypothesis,
-                    evidence_revisions=_revisions(state, [item.observation]))  # fmt: skip
+                add(
+                    "evidence_changed",
+                    "planner",
+                    item.hypothesis,
+                    evidence_revisions=_revisions(state, [item.observation]),
+                )
                 if item.relation == "supports":
                     _claim_to_check(add, state, item.hypothesis)
             case it.Verification():
@@ -71,13 +86,22 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
         if escalation:
             add("status_changed", "reporter", escalation["to"])
     for proposal in state.proposals.values():
-        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(state, proposal, commit.at):
+        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(
+            state, proposal, commit.at
+        ):
             continue
         closure = dependency_closure(state, proposal)
         touched = [ref for ref in closure if state.material.get(ref, 0) == version]
         if proposal.version == version or touched or state.constraints_version == version:
-            add("proposal_requires_revalidation", "planner", proposal.id, based_on_version=proposal.checked_at,
-                evidence_revisions={ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material})  # fmt: skip
+            add(
+                "proposal_requires_revalidation",
+                "planner",
+                proposal.id,
+                based_on_version=proposal.checked_at,
+                evidence_revisions={
+                    ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material
+                },
+            )
     add("snapshot_changed", "snapshot")
     add("commit", "history")
     return list(out.values())
@@ -87,8 +111,12 @@ def _claim_to_check(add: Callable[..., None], state: WorkspaceState, hyp_id: str
     hyp = state.hypotheses[hyp_id]
     if hypothesis_status(hyp) in ("confirmed", "refuted") or not hyp.supporting:
         return
-    add("claim_to_check", "verifier", hyp_id,
-        evidence_revisions=_revisions(state, [*hyp.supporting, *hyp.challenging]))  # fmt: skip
+    add(
+        "claim_to_check",
+        "verifier",
+        hyp_id,
+        evidence_revisions=_revisions(state, [*hyp.supporting, *hyp.challenging]),
+    )
 
 
 def _revisions(state: WorkspaceState, refs: Iterable[str]) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """What the dispatcher and the consumers keep in the ledger's database (PostgreSQL or SQLite).
 
-    caseboard_dispatch_positions  the follower's position in the outbox and how many notifications it handed over
+    caseboard_dispatch_positions  the follower's position in the outbox, notifications handed over
     caseboard_deliveries          each notification handed to the broker (re-driven while nobody processed it)
     caseboard_processed           per consumer, each notification id: attempts (committed before the work)
                                   and when it was processed (committed with the consumer's own effect)
@@ -37,7 +37,8 @@ SCHEMA = (
     "PRIMARY KEY (consumer, notification_id))",
     "CREATE TABLE IF NOT EXISTS caseboard_consumer_stats (consumer TEXT PRIMARY KEY, "
     "duplicates BIGINT NOT NULL DEFAULT 0)",
-    "CREATE TABLE IF NOT EXISTS caseboard_consumer_views (consumer TEXT NOT NULL, workspace_id TEXT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS caseboard_consumer_views (consumer TEXT NOT NULL, "
+    "workspace_id TEXT NOT NULL, "
     "version BIGINT NOT NULL, PRIMARY KEY (consumer, workspace_id))",
 )
 
@@ -75,12 +76,18 @@ class DispatchStore:
             self.schema = parse_qs(parts.query).get("schema", ["public"])[0]
             conninfo = parts._replace(query="").geturl()
             self._pool = ConnectionPool(
-                conninfo, min_size=1, max_size=8, open=True, timeout=10,
+                conninfo,
+                min_size=1,
+                max_size=8,
+                open=True,
+                timeout=10,
                 kwargs={"options": f"-c search_path={self.schema}"},
-            )  # fmt: skip
+            )
         else:
             raise ConfigurationError(f"the dispatcher cannot keep its position in {url!r}")
         with self._tx() as cur:
+            if not self._sqlite:  # concurrent CREATE TABLE IF NOT EXISTS can still collide: take turns
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext('caseboard_dispatch_schema'))")
             for statement in SCHEMA:
                 cur.execute(statement)
 
@@ -126,12 +133,14 @@ class DispatchStore:
             cur.execute(
                 "INSERT INTO caseboard_dispatch_positions (name, tx, nid, delivered, updated_at) "
                 "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET tx = excluded.tx, "
-                "nid = excluded.nid, delivered = caseboard_dispatch_positions.delivered + excluded.delivered, "
+                "nid = excluded.nid, "
+                "delivered = caseboard_dispatch_positions.delivered + excluded.delivered, "
                 "updated_at = excluded.updated_at",
                 (name, position[0], position[1], len(sent), now),
             )
             cur.executemany(
-                "INSERT INTO caseboard_deliveries (notification_id, queue, body, sent_at) VALUES (%s, %s, %s, %s) "
+                "INSERT INTO caseboard_deliveries (notification_id, queue, body, sent_at) "
+                "VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (notification_id) DO UPDATE SET sent_at = excluded.sent_at, "
                 "sends = caseboard_deliveries.sends + 1",
                 [(d.notification_id, d.queue, d.body, now) for d in sent],
@@ -154,7 +163,8 @@ class DispatchStore:
         with self._tx() as cur:
             for nid in ids:
                 cur.execute(
-                    "UPDATE caseboard_deliveries SET sent_at = %s, sends = sends + 1 WHERE notification_id = %s",
+                    "UPDATE caseboard_deliveries SET sent_at = %s, sends = sends + 1 "
+                    "WHERE notification_id = %s",
                     (now, nid),
                 )
 
@@ -165,7 +175,8 @@ class DispatchStore:
         with self._tx() as cur:
             cur.execute(
                 "INSERT INTO caseboard_processed (consumer, notification_id, attempts) VALUES (%s, %s, 1) "
-                "ON CONFLICT (consumer, notification_id) DO UPDATE SET attempts = caseboard_processed.attempts + 1 "
+                "ON CONFLICT (consumer, notification_id) "
+                "DO UPDATE SET attempts = caseboard_processed.attempts + 1 "
                 "WHERE caseboard_processed.processed_at IS NULL",
                 (consumer, notification_id),
             )
@@ -193,7 +204,8 @@ class DispatchStore:
                 return False
             for workspace_id, version in (views or {}).items():
                 cur.execute(
-                    "INSERT INTO caseboard_consumer_views (consumer, workspace_id, version) VALUES (%s, %s, %s) "
+                    "INSERT INTO caseboard_consumer_views (consumer, workspace_id, version) "
+                    "VALUES (%s, %s, %s) "
                     "ON CONFLICT (consumer, workspace_id) DO UPDATE SET version = excluded.version "
                     "WHERE excluded.version > caseboard_consumer_views.version",
                     (consumer, workspace_id, version),
@@ -220,15 +232,18 @@ class DispatchStore:
 
     def status(self, name: str) -> dict[str, Any]:
         with self._tx() as cur:
-            cur.execute("SELECT tx, nid, delivered FROM caseboard_dispatch_positions WHERE name = %s", (name,))
+            cur.execute(
+                "SELECT tx, nid, delivered FROM caseboard_dispatch_positions WHERE name = %s", (name,)
+            )
             row = cur.fetchone()
             cur.execute("SELECT coalesce(sum(duplicates), 0) FROM caseboard_consumer_stats")
             duplicates = int(cur.fetchone()[0])
             cur.execute("SELECT count(*) FROM caseboard_processed WHERE processed_at IS NOT NULL")
             processed = int(cur.fetchone()[0])
             cur.execute(
-                "SELECT count(*) FROM caseboard_deliveries d WHERE NOT EXISTS (SELECT 1 FROM caseboard_processed p "
-                "WHERE p.consumer = d.queue AND p.notification_id = d.notification_id AND p.processed_at IS NOT NULL)"
+                "SELECT count(*) FROM caseboard_deliveries d WHERE NOT EXISTS "
+                "(SELECT 1 FROM caseboard_processed p WHERE p.consumer = d.queue "
+                "AND p.notification_id = d.notification_id AND p.processed_at IS NOT NULL)"
             )
             unprocessed = int(cur.fetchone()[0])
         return {

@@ -76,7 +76,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
             if self._append_sql is None:  # render once: a composed query would be rendered on every call
                 self._append_sql = self.append_statement.as_string(conn)
             row = conn.execute(
-                self._append_sql,  # type: ignore[arg-type]
+                self._append_sql,
                 (event.originator_id, event.originator_version, event.topic, event.state),
                 prepare=True,
             ).fetchone()

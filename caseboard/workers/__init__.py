@@ -1,1 +1,1 @@
-"""Participants at work: the runtime, the controller and lease sweeper, scripted participants, the consumer host."""
+"""Participants at work: runtime, controller and lease sweeper, scripted participants, consumer host."""

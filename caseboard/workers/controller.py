@@ -71,11 +71,17 @@ def unresolved(view: View) -> list[str]:
     out = [f"hypothesis {h['id']} is {h['status']}" for h in view["hypotheses"] if h["status"] in UNVERIFIED]
     out += [f"question {q['id']} is open" for q in view["questions"] if q["status"] == "open"]
     out += [f"work {w['request_id']} is {w['status']}" for w in view["pending_work"]]
-    out += [f"proposal {p['id']} requires revalidation" for p in view["proposals"] if p["status"] == "requires_revalidation"]
+    out += [
+        f"proposal {p['id']} requires revalidation"
+        for p in view["proposals"]
+        if p["status"] == "requires_revalidation"
+    ]
     return out
 
 
-def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0) -> ControllerDecision:
+def decide_next(
+    view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0
+) -> ControllerDecision:
     if view["status"] != "investigating":
         return ControllerDecision("none", f"the workspace is {view['status']}")
     waiting = [p for p in memory.scheduled if p not in memory.contributed]
@@ -91,7 +97,11 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
         wanted.append("verifier-1")
     for work in view["work"]:
         principal = specialist_principal(work["kind"])
-        if work["status"] == "awaiting_result" and work["request_id"] in memory.requested and principal not in wanted:
+        if (
+            work["status"] == "awaiting_result"
+            and work["request_id"] in memory.requested
+            and principal not in wanted
+        ):
             wanted.append(principal)
     open_points = unresolved(view)
     if new_evidence:
@@ -102,24 +112,55 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
     if wanted:
         used, budget = view["cycles_used"], view["runtime_limits"]["max_investigation_cycles"]
         if used >= budget:
-            return ControllerDecision("status", f"all {budget} cycles are used", (
-                {"type": "status", "to": "budget_exhausted", "reason": f"all {budget} investigation cycles are used; "
-                 f"still wanted: {', '.join(wanted)}", "handoff": f"Unresolved: {handoff}"},))  # fmt: skip
+            return ControllerDecision(
+                "status",
+                f"all {budget} cycles are used",
+                (
+                    {
+                        "type": "status",
+                        "to": "budget_exhausted",
+                        "reason": f"all {budget} investigation cycles are used; "
+                        f"still wanted: {', '.join(wanted)}",
+                        "handoff": f"Unresolved: {handoff}",
+                    },
+                ),
+            )
         return ControllerDecision(
-            "cycle", f"scheduling {', '.join(wanted)}",
-            ({"type": "cycle", "number": used + 1, "scheduled": wanted},), tuple(wanted),
+            "cycle",
+            f"scheduling {', '.join(wanted)}",
+            ({"type": "cycle", "number": used + 1, "scheduled": wanted},),
+            tuple(wanted),
         )
     if view["pending_work"]:
-        return ControllerDecision("wait", "work is in progress: " + ", ".join(w["request_id"] for w in view["pending_work"]))
+        return ControllerDecision(
+            "wait", "work is in progress: " + ", ".join(w["request_id"] for w in view["pending_work"])
+        )
     selected = view["selected_items"]["hypotheses"]
     if selected and all(h["status"] == "confirmed" for h in selected):
-        return ControllerDecision("status", "every selected claim is confirmed", (
-            {"type": "status", "to": "human_review_required", "reason": "every selected claim is confirmed; "
-             "a conclusion is the operator's", "handoff": f"Confirmed: {', '.join(h['id'] for h in selected)}. "
-             f"Unresolved: {handoff}"},))  # fmt: skip
-    return ControllerDecision("status", "nobody can make progress", (
-        {"type": "status", "to": "evidence_incomplete", "reason": "no participant has anything left to do",
-         "handoff": f"Unresolved: {handoff}"},))  # fmt: skip
+        return ControllerDecision(
+            "status",
+            "every selected claim is confirmed",
+            (
+                {
+                    "type": "status",
+                    "to": "human_review_required",
+                    "reason": "every selected claim is confirmed; a conclusion is the operator's",
+                    "handoff": f"Confirmed: {', '.join(h['id'] for h in selected)}. Unresolved: {handoff}",
+                },
+            ),
+        )
+    return ControllerDecision(
+        "status",
+        "nobody can make progress",
+        (
+            {
+                "type": "status",
+                "to": "evidence_incomplete",
+                "reason": "no participant has anything left to do",
+                "handoff": f"Unresolved: {handoff}",
+            },
+        ),
+    )
 
 
 def expired_claims(view: View, now: datetime) -> list[dict[str, Any]]:
@@ -128,8 +169,14 @@ def expired_claims(view: View, now: datetime) -> list[dict[str, Any]]:
     for work in view["work"]:
         expires = work.get("lease_expires_at")
         if work["status"] == "claimed" and expires and datetime.fromisoformat(expires) <= now:
-            items.append({"type": "work_reclaim", "request_id": work["request_id"],
-                          "reason": f"lease of {work['holder']} (generation {work['generation']}) expired at {expires}"})  # fmt: skip
+            items.append(
+                {
+                    "type": "work_reclaim",
+                    "request_id": work["request_id"],
+                    "reason": f"lease of {work['holder']} (generation {work['generation']}) "
+                    f"expired at {expires}",
+                }
+            )
     return items
 
 
@@ -155,10 +202,21 @@ class Controller:
         now = self.clock()
         reclaims = expired_claims(view, now)
         if reclaims:
-            log.info("controller_decision", workspace_id=view["workspace_id"], workspace_version=view["workspace_version"],
-                     action="reclaim", requests=[r["request_id"] for r in reclaims])  # fmt: skip
+            log.info(
+                "controller_decision",
+                workspace_id=view["workspace_id"],
+                workspace_version=view["workspace_version"],
+                action="reclaim",
+                requests=[r["request_id"] for r in reclaims],
+            )
             return reclaims
         decision = decide_next(view, self.memory(view["workspace_id"]), now, self.turn_timeout_s)
-        log.info("controller_decision", workspace_id=view["workspace_id"], workspace_version=view["workspace_version"],
-                 action=decision.action, reason=decision.reason, scheduled=list(decision.scheduled))  # fmt: skip
+        log.info(
+            "controller_decision",
+            workspace_id=view["workspace_id"],
+            workspace_version=view["workspace_version"],
+            action=decision.action,
+            reason=decision.reason,
+            scheduled=list(decision.scheduled),
+        )
         return list(decision.items) or None

@@ -31,10 +31,20 @@ HOOK_ENV = "CASEBOARD_WORKER_TEST_HOOK"
 """Fault-injection for tests: ``pause-after-effect:QUEUE`` blocks after the effect, before ``finish``."""
 
 DEFAULT_KINDS = (
-    "log_query", "change_calendar", "metrics_query", "deploy_history", "dependency_health", "certificate_check",
-)  # fmt: skip
-FIXED_QUEUES = ("caseboard.planner", "caseboard.verifier", "caseboard.reporter", "caseboard.snapshot",
-                "caseboard.history")  # fmt: skip
+    "log_query",
+    "change_calendar",
+    "metrics_query",
+    "deploy_history",
+    "dependency_health",
+    "certificate_check",
+)
+FIXED_QUEUES = (
+    "caseboard.planner",
+    "caseboard.verifier",
+    "caseboard.reporter",
+    "caseboard.snapshot",
+    "caseboard.history",
+)
 
 
 class ConsumerHost:
@@ -72,15 +82,21 @@ class ConsumerHost:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
             return
         if begun.attempts > self.max_attempts:
-            log.error("notification_abandoned", consumer=consumer, notification_id=notification.id,
-                      attempts=begun.attempts)  # fmt: skip
+            log.error(
+                "notification_abandoned",
+                consumer=consumer,
+                notification_id=notification.id,
+                attempts=begun.attempts,
+            )
             self.store.finish(consumer, notification.id)
             return
         views: dict[str, int] = {}
         if notification.audience in ("snapshot", "history"):
             taken = self.store.view_version(consumer, notification.workspace_id)
             if notification.audience == "snapshot" and taken >= notification.workspace_version:
-                log.info("notification_stale", consumer=consumer, notification_id=notification.id, taken=taken)
+                log.info(
+                    "notification_stale", consumer=consumer, notification_id=notification.id, taken=taken
+                )
             else:
                 views[notification.workspace_id] = notification.workspace_version
                 if notification.audience == "snapshot":
@@ -91,8 +107,12 @@ class ConsumerHost:
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
         if self.store.finish(consumer, notification.id, views):
-            log.info("notification_processed", consumer=consumer, notification_id=notification.id,
-                     attempts=begun.attempts)  # fmt: skip
+            log.info(
+                "notification_processed",
+                consumer=consumer,
+                notification_id=notification.id,
+                attempts=begun.attempts,
+            )
         else:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
 
@@ -104,8 +124,13 @@ class ConsumerHost:
             known = sorted(self.workspaces)
         for workspace_id in known:
             version = self.coordinator.ledger.head(workspace_id)
-            tick = Notification(id=notification_id(workspace_id, version, "tick"), kind="snapshot_changed",
-                                audience="snapshot", workspace_id=workspace_id, workspace_version=version)  # fmt: skip
+            tick = Notification(
+                id=notification_id(workspace_id, version, "tick"),
+                kind="snapshot_changed",
+                audience="snapshot",
+                workspace_id=workspace_id,
+                workspace_version=version,
+            )
             self._effect(tick, self.controller)
 
     def _participant(self, notification: Notification) -> Participant | None:
@@ -123,5 +148,9 @@ class ConsumerHost:
         try:
             act(self.coordinator, participant, notification)
         except (RetryBudgetSpent, ContributionRefused) as terminal:
-            log.warning("participant_gave_up", principal=participant.principal, notification_id=notification.id,
-                        error=str(terminal))  # fmt: skip
+            log.warning(
+                "participant_gave_up",
+                principal=participant.principal,
+                notification_id=notification.id,
+                error=str(terminal),
+            )

@@ -29,17 +29,24 @@ WORKER_TIMEOUT_MS = 10
 
 def broker_for(app: App, *, in_process: bool = False, heartbeat_ms: int | None = None) -> dramatiq.Broker:
     settings = app.settings
-    return make_broker(BrokerConfig(
-        url=None if in_process else settings.redis_url, namespace=settings.redis_namespace,
-        heartbeat_ms=heartbeat_ms or settings.heartbeat_ms,
-        maintenance_chance=1000 if (heartbeat_ms or settings.heartbeat_ms) >= 60_000 else 200_000,
-    ))  # fmt: skip
+    return make_broker(
+        BrokerConfig(
+            url=None if in_process else settings.redis_url,
+            namespace=settings.redis_namespace,
+            heartbeat_ms=heartbeat_ms or settings.heartbeat_ms,
+            maintenance_chance=1000 if (heartbeat_ms or settings.heartbeat_ms) >= 60_000 else 200_000,
+        )
+    )
 
 
 def build_host(
-    app: App, store: DispatchStore, *, passive: bool = False, kinds: tuple[str, ...] = DEFAULT_KINDS,
+    app: App,
+    store: DispatchStore,
+    *,
+    passive: bool = False,
+    kinds: tuple[str, ...] = DEFAULT_KINDS,
     turn_timeout_s: float = 60.0,
-) -> ConsumerHost:  # fmt: skip
+) -> ConsumerHost:
     if passive:
         return ConsumerHost(store, None, {}, kinds=kinds)
     controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
@@ -57,7 +64,9 @@ def start_worker(
     return worker
 
 
-def build_dispatcher(app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig) -> Dispatcher:
+def build_dispatcher(
+    app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig
+) -> Dispatcher:
     return Dispatcher(open_outbox(app.ledger), store, broker, app.workspaces, config)
 
 

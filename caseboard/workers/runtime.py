@@ -81,28 +81,41 @@ def act(
         if not items:
             return outcomes
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:16]
-        contribution = Contribution.model_validate({
-            "workspace_id": notification.workspace_id,
-            "author": Author(principal=participant.principal, role=participant.role),
-            "expected_version": view["workspace_version"],
-            "idempotency_key": f"{participant.principal}/{notification.id}/{digest}",
-            "items": items,
-        })  # fmt: skip
+        contribution = Contribution.model_validate(
+            {
+                "workspace_id": notification.workspace_id,
+                "author": Author(principal=participant.principal, role=participant.role),
+                "expected_version": view["workspace_version"],
+                "idempotency_key": f"{participant.principal}/{notification.id}/{digest}",
+                "items": items,
+            }
+        )
         outcome = coordinator.submit(contribution)
         if outcome["ok"]:
             outcomes.append(outcome)
-            log.info("participant_contributed", principal=participant.principal, notification_id=notification.id,
-                     workspace_version=outcome["workspace_version"],
-                     replay=bool(outcome.get("idempotent_replay")))  # fmt: skip
+            log.info(
+                "participant_contributed",
+                principal=participant.principal,
+                notification_id=notification.id,
+                workspace_version=outcome["workspace_version"],
+                replay=bool(outcome.get("idempotent_replay")),
+            )
             if len(outcomes) >= MAX_STEPS:
                 return outcomes
             continue
         if outcome["reason"] == Reason.VERSION_CONFLICT.value:
             conflicts += 1
-            log.info("participant_conflict", principal=participant.principal, notification_id=notification.id,
-                     current_version=outcome["current_version"], attempt=conflicts)  # fmt: skip
+            log.info(
+                "participant_conflict",
+                principal=participant.principal,
+                notification_id=notification.id,
+                current_version=outcome["current_version"],
+                attempt=conflicts,
+            )
             if conflicts >= max_attempts:
-                raise RetryBudgetSpent(participant.principal, notification.id, conflicts, outcome["current_version"])
+                raise RetryBudgetSpent(
+                    participant.principal, notification.id, conflicts, outcome["current_version"]
+                )
             continue
         raise ContributionRefused(participant.principal, outcome)
     return outcomes

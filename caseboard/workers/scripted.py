@@ -20,29 +20,45 @@ FINDINGS: dict[str, dict[str, Any]] = {
     "log_query": {
         "summary": "Authentication failures from 14:03",
         "targets": ["payments-api-1", "payments-api-2", "payments-api-3"],
-        "observation": {"id": "obs-authentication-failures", "statement": "Authentication failures are visible from 14:03",
-                        "source": {"system": "auth-logs", "instance": "payments-api-2"},
-                        "event_time": "2026-03-02T14:03:00Z", "event_time_quality": "verified"},
+        "observation": {
+            "id": "obs-authentication-failures",
+            "statement": "Authentication failures are visible from 14:03",
+            "source": {"system": "auth-logs", "instance": "payments-api-2"},
+            "event_time": "2026-03-02T14:03:00Z",
+            "event_time_quality": "verified",
+        },
     },
     "change_calendar": {
         "summary": "Certificate change at 14:00",
         "targets": ["change-calendar"],
-        "observation": {"id": "obs-certificate-change", "statement": "A certificate change is recorded at 14:00",
-                        "source": {"system": "change-calendar", "instance": "cert-manager"},
-                        "event_time": "2026-03-02T14:00:00Z", "event_time_quality": "verified"},
+        "observation": {
+            "id": "obs-certificate-change",
+            "statement": "A certificate change is recorded at 14:00",
+            "source": {"system": "change-calendar", "instance": "cert-manager"},
+            "event_time": "2026-03-02T14:00:00Z",
+            "event_time_quality": "verified",
+        },
     },
     "certificate_check": {
         "summary": "Instances present the new chain since 14:00; handshakes fail against it",
         "targets": ["payments-api-1", "payments-api-2", "payments-api-3"],
     },
-}  # fmt: skip
+}
 
 FIRST_REQUESTS = (
-    {"type": "work_request", "request_id": "log-query-001", "kind": "log_query",
-     "target": "payments-api authentication logs 13:30-14:30"},
-    {"type": "work_request", "request_id": "change-query-002", "kind": "change_calendar",
-     "target": "payments-api changes 12:00-14:30"},
-)  # fmt: skip
+    {
+        "type": "work_request",
+        "request_id": "log-query-001",
+        "kind": "log_query",
+        "target": "payments-api authentication logs 13:30-14:30",
+    },
+    {
+        "type": "work_request",
+        "request_id": "change-query-002",
+        "kind": "change_calendar",
+        "target": "payments-api changes 12:00-14:30",
+    },
+)
 HYPOTHESIS = "hyp-certificate-initiated-failure"
 
 
@@ -64,11 +80,19 @@ class ScriptedPlanner:
         needed = {"obs-authentication-failures", "obs-certificate-change"}
         if needed <= observations and not view["hypotheses"]:
             return [
-                {"type": "hypothesis", "id": HYPOTHESIS, "statement": "The certificate change initiated the failures",
-                 "supporting_evidence": sorted(needed)},
-                {"type": "work_request", "request_id": "certificate-check-003", "kind": "certificate_check",
-                 "target": "payments-api instances: presented certificate chains"},
-            ]  # fmt: skip
+                {
+                    "type": "hypothesis",
+                    "id": HYPOTHESIS,
+                    "statement": "The certificate change initiated the failures",
+                    "supporting_evidence": sorted(needed),
+                },
+                {
+                    "type": "work_request",
+                    "request_id": "certificate-check-003",
+                    "kind": "certificate_check",
+                    "target": "payments-api instances: presented certificate chains",
+                },
+            ]
         return None
 
 
@@ -93,13 +117,22 @@ class ScriptedSpecialist:
             return [{"type": "work_claim", "request_id": work["request_id"], "lease_s": self.lease_s}]
         if work["status"] != "claimed" or work["holder"] != self.principal:
             return None
-        finding = self.findings.get(self.kind, {"summary": f"nothing scripted for {self.kind}", "targets": []})
+        finding = self.findings.get(
+            self.kind, {"summary": f"nothing scripted for {self.kind}", "targets": []}
+        )
         result: dict[str, Any] = {
-            "type": "work_result", "request_id": work["request_id"], "generation": work["generation"],
-            "status": "completed", "summary": finding["summary"],
-            "query": {"time_range": list(WINDOW), "filters": {"service": view["scope"].get("service", "")},
-                      "targets": finding["targets"], "completed": True},
-        }  # fmt: skip
+            "type": "work_result",
+            "request_id": work["request_id"],
+            "generation": work["generation"],
+            "status": "completed",
+            "summary": finding["summary"],
+            "query": {
+                "time_range": list(WINDOW),
+                "filters": {"service": view["scope"].get("service", "")},
+                "targets": finding["targets"],
+                "completed": True,
+            },
+        }
         if "observation" in finding:
             result["observation"] = finding["observation"]
         return [result]
@@ -114,7 +147,11 @@ class ScriptedVerifier:
     def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
         if notification.kind not in ("claim_to_check", "turn"):
             return None
-        checks = [w["request_id"] for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
+        checks = [
+            w["request_id"]
+            for w in view["work"]
+            if w["kind"].endswith("_check") and w["status"] == "completed"
+        ]
         claims = [h["id"] for h in view["hypotheses"] if h["status"] in ("supported", "challenged")]
         if notification.kind == "claim_to_check":
             claims = [c for c in claims if c == notification.subject]

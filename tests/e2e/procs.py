@@ -1,4 +1,4 @@
-"""Running caseboard's dispatcher and workers as real processes for end-to-end tests, and killing them by pid."""
+"""Running the dispatcher and workers as real processes for end-to-end tests, and killing them by pid."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.conftest import REDIS_URL, service_missing
 T = TypeVar("T")
 
 
-def poll(what: str, check: Callable[[], T | None], timeout: float = 40.0, every: float = 0.1) -> T:
+def poll(what: str, check: Callable[[], T | None], timeout: float = 60.0, every: float = 0.1) -> T:
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -43,16 +43,25 @@ class Cluster:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
-        env.update(CASEBOARD_DATABASE_URL=self.database_url, CASEBOARD_REDIS_URL=REDIS_URL,
-                   CASEBOARD_REDIS_NAMESPACE=self.namespace, CASEBOARD_LOG_FORMAT="json",
-                   CASEBOARD_LOG_LEVEL="info", **extra)  # fmt: skip
+        env.update(
+            CASEBOARD_DATABASE_URL=self.database_url,
+            CASEBOARD_REDIS_URL=REDIS_URL,
+            CASEBOARD_REDIS_NAMESPACE=self.namespace,
+            CASEBOARD_LOG_FORMAT="json",
+            CASEBOARD_LOG_LEVEL="info",
+            **extra,
+        )
         return env
 
     def spawn(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
         log = self.tmp_path / f"proc-{len(self.procs)}-{args[0]}.log"
         with log.open("wb") as sink:
-            proc = subprocess.Popen([sys.executable, "-m", "caseboard", *args], env=self.env(**env),
-                                    stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "caseboard", *args],
+                env=self.env(**env),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
         self.procs.append(proc)
         self.logs[proc.pid] = log
         return proc
@@ -80,8 +89,12 @@ class Cluster:
                 self.kill(proc)
 
     def status(self) -> dict[str, Any]:
-        done = subprocess.run([sys.executable, "-m", "caseboard", "outbox", "status"], env=self.env(),
-                              capture_output=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "caseboard", "outbox", "status"],
+            env=self.env(),
+            capture_output=True,
+        )
+        assert done.returncode == 0, done.stderr.decode()
         return dict(json.loads(done.stdout))
 
     def flush_redis(self) -> int:

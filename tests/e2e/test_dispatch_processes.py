@@ -53,8 +53,10 @@ def test_incident_042_produces_the_promised_notifications_each_processed_once(cl
     every, snapshots = split(promised)
     cluster.spawn("worker", "--passive")
     cluster.spawn("dispatch")
-    done = poll("every notification processed", lambda: (rows := processed(cluster.database_url))
-                and every <= {(c, n) for c, n, _ in rows} and rows)  # fmt: skip
+    done = poll(
+        "every notification processed",
+        lambda: (rows := processed(cluster.database_url)) and every <= {(c, n) for c, n, _ in rows} and rows,
+    )
     seen = {(c, n) for c, n, _ in done}
     assert seen - every <= snapshots  # snapshot notices are coalesced: at least the latest one arrives
     assert ("caseboard.snapshot", "incident-042@20/snapshot_changed") in seen
@@ -66,7 +68,9 @@ def test_incident_042_produces_the_promised_notifications_each_processed_once(cl
     assert status["delivered"] == len(seen)
 
 
-def test_a_dispatcher_killed_after_sending_re_sends_and_consumers_absorb_the_duplicates(cluster: Cluster) -> None:
+def test_a_dispatcher_killed_after_sending_re_sends_and_consumers_absorb_the_duplicates(
+    cluster: Cluster,
+) -> None:
     promised = play_incident_042(cluster.database_url)
     every, _ = split(promised)
     crashed = cluster.spawn("dispatch", CASEBOARD_DISPATCH_TEST_HOOK="pause-after-send")
@@ -74,32 +78,70 @@ def test_a_dispatcher_killed_after_sending_re_sends_and_consumers_absorb_the_dup
     cluster.kill(crashed)
     assert cluster.status()["position"] == [0, 0]  # the batch was sent, the position never stored
     cluster.spawn("worker", "--passive")
-    first = poll("the first copies processed", lambda: (rows := processed(cluster.database_url))
-                 and every <= {(c, n) for c, n, _ in rows} and rows)  # fmt: skip
+    first = poll(
+        "the first copies processed",
+        lambda: (rows := processed(cluster.database_url)) and every <= {(c, n) for c, n, _ in rows} and rows,
+    )
     cluster.spawn("dispatch")
-    status = poll("the re-sent batch absorbed", lambda: (s := cluster.status())
-                  and s["duplicates_absorbed"] >= len(first) and s)  # fmt: skip
+    status = poll(
+        "the re-sent batch absorbed",
+        lambda: (s := cluster.status()) and s["duplicates_absorbed"] >= len(first) and s,
+    )
     assert status["duplicates_absorbed"] == len(first)
     assert status["pending"] == 0
     assert processed(cluster.database_url) == first
 
 
-def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_once(cluster: Cluster) -> None:
+def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_once(
+    cluster: Cluster,
+) -> None:
     ledger = open_ledger(cluster.database_url)
     coordinator = Coordinator(ledger)
     for principal, role, items in (
-        ("op", "operator", [{"type": "open", "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
-                             "goal": "g", "execution_mode": "read_only", "runtime_limits": {
-                                 "max_selected_items": 20, "max_investigation_cycles": 0, "max_open_questions": 5,
-                                 "max_proposals": 5, "max_pending_work": 5}}]),
-        ("planner-1", "planner", [{"type": "work_request", "request_id": "log-query-001", "kind": "log_query",
-                                   "target": "auth logs"}]),
-    ):  # fmt: skip
-        line = json.dumps({"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items})
+        (
+            "op",
+            "operator",
+            [
+                {
+                    "type": "open",
+                    "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
+                    "goal": "g",
+                    "execution_mode": "read_only",
+                    "runtime_limits": {
+                        "max_selected_items": 20,
+                        "max_investigation_cycles": 0,
+                        "max_open_questions": 5,
+                        "max_proposals": 5,
+                        "max_pending_work": 5,
+                    },
+                }
+            ],
+        ),
+        (
+            "planner-1",
+            "planner",
+            [
+                {
+                    "type": "work_request",
+                    "request_id": "log-query-001",
+                    "kind": "log_query",
+                    "target": "auth logs",
+                }
+            ],
+        ),
+    ):
+        line = json.dumps(
+            {"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items}
+        )
         assert coordinator.submit(parse_contribution(line))["ok"]
     queue = "caseboard.specialist.log_query"
-    victim = cluster.spawn("worker", "--kinds", "log_query", CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
-                           CASEBOARD_WORKER_TEST_HOOK=f"pause-after-effect:{queue}")  # fmt: skip
+    victim = cluster.spawn(
+        "worker",
+        "--kinds",
+        "log_query",
+        CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
+        CASEBOARD_WORKER_TEST_HOOK=f"pause-after-effect:{queue}",
+    )
     cluster.spawn("dispatch", "--redrive-after", "3600")
     poll("the worker to stop mid-message", lambda: cluster.saw(victim, "worker_test_hook"))
     cluster.kill(victim)
@@ -119,16 +161,22 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     ledger.close()
 
 
-def test_a_flushed_redis_loses_nothing_because_the_dispatcher_re_drives_from_postgres(cluster: Cluster) -> None:
+def test_a_flushed_redis_loses_nothing_because_the_dispatcher_re_drives_from_postgres(
+    cluster: Cluster,
+) -> None:
     promised = play_incident_042(cluster.database_url)
     every, _ = split(promised)
     cluster.spawn("dispatch", "--redrive-after", "2", "--poll", "0.2")
-    status = poll("the outbox handed over", lambda: (s := cluster.status()) and s["pending"] == 0
-                  and s["delivered"] > 0 and s)  # fmt: skip
+    status = poll(
+        "the outbox handed over",
+        lambda: (s := cluster.status()) and s["pending"] == 0 and s["delivered"] > 0 and s,
+    )
     assert status["processed"] == 0
     assert cluster.flush_redis() > 0  # every pending message is gone from the broker
     cluster.spawn("worker", "--passive")
-    done = poll("every notification processed after the re-drive", lambda: (rows := processed(cluster.database_url))
-                and len(rows) == status["delivered"] and rows)  # fmt: skip
+    done = poll(
+        "every notification processed after the re-drive",
+        lambda: (rows := processed(cluster.database_url)) and len(rows) == status["delivered"] and rows,
+    )
     assert every <= {(c, n) for c, n, _ in done}
     assert all(attempts == 1 for _, _, attempts in done)

@@ -46,26 +46,39 @@ def run(broker: StubBroker, host: ConsumerHost, notifications: list[Notification
 
 
 def history(version: int) -> Notification:
-    return Notification(id=f"ws-u@{version}/commit", kind="commit", audience="history", workspace_id="ws-u",
-                        workspace_version=version)  # fmt: skip
+    return Notification(
+        id=f"ws-u@{version}/commit",
+        kind="commit",
+        audience="history",
+        workspace_id="ws-u",
+        workspace_version=version,
+    )
 
 
 def snapshot(version: int) -> Notification:
-    return Notification(id=f"ws-u@{version}/snapshot_changed", kind="snapshot_changed", audience="snapshot",
-                        workspace_id="ws-u", workspace_version=version)  # fmt: skip
+    return Notification(
+        id=f"ws-u@{version}/snapshot_changed",
+        kind="snapshot_changed",
+        audience="snapshot",
+        workspace_id="ws-u",
+        workspace_version=version,
+    )
 
 
 def test_a_redelivered_notification_is_absorbed_and_counted(store: DispatchStore, broker: StubBroker) -> None:
     host = ConsumerHost(store, None, {})
     run(broker, host, [history(1), history(2), history(1), history(2), history(2)])
     assert [(c, n) for c, n, _ in store.processed_ids()] == [
-        ("caseboard.history", "ws-u@1/commit"), ("caseboard.history", "ws-u@2/commit"),
-    ]  # fmt: skip
+        ("caseboard.history", "ws-u@1/commit"),
+        ("caseboard.history", "ws-u@2/commit"),
+    ]
     assert store.status("dispatcher")["duplicates_absorbed"] == 3
     assert store.view_version("caseboard.history", "ws-u") == 2
 
 
-def test_a_snapshot_notice_older_than_what_was_taken_in_is_a_no_op(store: DispatchStore, broker: StubBroker) -> None:
+def test_a_snapshot_notice_older_than_what_was_taken_in_is_a_no_op(
+    store: DispatchStore, broker: StubBroker
+) -> None:
     host = ConsumerHost(store, None, {})
     run(broker, host, [snapshot(5)])
     run(broker, host, [snapshot(3)])

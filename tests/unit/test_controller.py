@@ -15,8 +15,12 @@ from caseboard.workers.runtime import bounded_view
 NOW = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 
 
-def submit(coordinator: Coordinator, principal: str, role: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    line = json.dumps({"workspace_id": "ws-c", "author": {"principal": principal, "role": role}, "items": items})
+def submit(
+    coordinator: Coordinator, principal: str, role: str, items: list[dict[str, Any]]
+) -> dict[str, Any]:
+    line = json.dumps(
+        {"workspace_id": "ws-c", "author": {"principal": principal, "role": role}, "items": items}
+    )
     outcome = coordinator.submit(parse_contribution(line))
     assert outcome["ok"], outcome
     return outcome
@@ -48,7 +52,9 @@ def test_a_fresh_workspace_gets_the_planner_in_cycle_one() -> None:
 
 def test_a_scheduled_participant_is_waited_for_until_its_turn_times_out() -> None:
     coordinator = opened(3)
-    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
+    submit(
+        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
+    )
     memory = memory_of(coordinator)
     assert decide_next(view(coordinator), memory, NOW, turn_timeout_s=60).action == "wait"
     later = decide_next(view(coordinator), memory, NOW + timedelta(seconds=61), turn_timeout_s=60)
@@ -58,11 +64,23 @@ def test_a_scheduled_participant_is_waited_for_until_its_turn_times_out() -> Non
 
 def test_the_controller_never_schedules_past_the_budget_and_hands_off() -> None:
     coordinator = opened(1)
-    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
-    submit(coordinator, "planner-1", "planner", [
-        {"type": "work_request", "request_id": "log-query-001", "kind": "log_query", "target": "auth logs"},
-        {"type": "question", "id": "q-1", "text": "When did failures start?"},
-    ])  # fmt: skip
+    submit(
+        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
+    )
+    submit(
+        coordinator,
+        "planner-1",
+        "planner",
+        [
+            {
+                "type": "work_request",
+                "request_id": "log-query-001",
+                "kind": "log_query",
+                "target": "auth logs",
+            },
+            {"type": "question", "id": "q-1", "text": "When did failures start?"},
+        ],
+    )
     decision = decide_next(view(coordinator), memory_of(coordinator), NOW)
     assert decision.action == "status"
     [status] = decision.items
@@ -76,8 +94,12 @@ def test_the_controller_never_schedules_past_the_budget_and_hands_off() -> None:
 
 def test_nothing_left_to_do_ends_in_evidence_incomplete_with_a_handoff() -> None:
     coordinator = opened(3)
-    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
-    submit(coordinator, "planner-1", "planner", [{"type": "question", "id": "q-1", "text": "When did it start?"}])
+    submit(
+        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
+    )
+    submit(
+        coordinator, "planner-1", "planner", [{"type": "question", "id": "q-1", "text": "When did it start?"}]
+    )
     decision = decide_next(view(coordinator), memory_of(coordinator), NOW)
     assert decision.action == "status"
     assert decision.items[0]["to"] == "evidence_incomplete"
@@ -86,10 +108,18 @@ def test_nothing_left_to_do_ends_in_evidence_incomplete_with_a_handoff() -> None
 
 def test_a_lapsed_lease_is_reclaimed_and_the_late_holder_is_fenced() -> None:
     coordinator = opened(3)
-    submit(coordinator, "planner-1", "planner",
-           [{"type": "work_request", "request_id": "log-query-001", "kind": "log_query", "target": "auth logs"}])  # fmt: skip
-    submit(coordinator, "log-query-specialist", "specialist",
-           [{"type": "work_claim", "request_id": "log-query-001", "lease_s": 30}])  # fmt: skip
+    submit(
+        coordinator,
+        "planner-1",
+        "planner",
+        [{"type": "work_request", "request_id": "log-query-001", "kind": "log_query", "target": "auth logs"}],
+    )
+    submit(
+        coordinator,
+        "log-query-specialist",
+        "specialist",
+        [{"type": "work_claim", "request_id": "log-query-001", "lease_s": 30}],
+    )
     assert expired_claims(view(coordinator), NOW + timedelta(seconds=29)) == []
     reclaims = expired_claims(view(coordinator), NOW + timedelta(seconds=31))
     assert [r["request_id"] for r in reclaims] == ["log-query-001"]
@@ -97,7 +127,19 @@ def test_a_lapsed_lease_is_reclaimed_and_the_late_holder_is_fenced() -> None:
     work = {w["request_id"]: w for w in view(coordinator)["work"]}["log-query-001"]
     assert work["status"] == "awaiting_result"
     assert work["reclaims"] == 1
-    late = json.dumps({"workspace_id": "ws-c", "author": {"principal": "log-query-specialist", "role": "specialist"},
-                       "items": [{"type": "work_result", "request_id": "log-query-001", "generation": 1,
-                                  "status": "completed", "summary": "late"}]})  # fmt: skip
+    late = json.dumps(
+        {
+            "workspace_id": "ws-c",
+            "author": {"principal": "log-query-specialist", "role": "specialist"},
+            "items": [
+                {
+                    "type": "work_result",
+                    "request_id": "log-query-001",
+                    "generation": 1,
+                    "status": "completed",
+                    "summary": "late",
+                }
+            ],
+        }
+    )
     assert coordinator.submit(parse_contribution(late))["reason"] == "fenced"

@@ -1,4 +1,4 @@
-"""The worker runtime: re-read and re-decide on version_conflict, a typed terminal when the budget is spent."""
+"""The worker runtime: re-read and re-decide on version_conflict, a typed terminal past the budget."""
 
 from __future__ import annotations
 
@@ -14,20 +14,28 @@ from caseboard.domain.items import Role
 from caseboard.ledger import open_ledger
 from caseboard.workers.runtime import RetryBudgetSpent, View, act
 
-TURN = Notification(id="ws-r@2/turn/planner-1", kind="turn", audience="planner", workspace_id="ws-r",
-                    workspace_version=2, subject="planner-1", principal="planner-1")  # fmt: skip
+TURN = Notification(
+    id="ws-r@2/turn/planner-1",
+    kind="turn",
+    audience="planner",
+    workspace_id="ws-r",
+    workspace_version=2,
+    subject="planner-1",
+    principal="planner-1",
+)
 
 
 def opened() -> Coordinator:
     coordinator = Coordinator(open_ledger("memory://"))
-    line = json.dumps({"workspace_id": "ws-r", "author": {"principal": "op", "role": "operator"},
-                       "items": [open_item(3)]})  # fmt: skip
+    line = json.dumps(
+        {"workspace_id": "ws-r", "author": {"principal": "op", "role": "operator"}, "items": [open_item(3)]}
+    )
     assert coordinator.submit(parse_contribution(line))["ok"]
     return coordinator
 
 
 class Asker:
-    """Asks one question per call, named after the version it saw; a rival commits first on the first calls."""
+    """Asks one question per call, named after the version it saw; a rival commits first at first."""
 
     principal = "planner-1"
     role = Role.PLANNER
@@ -42,8 +50,13 @@ class Asker:
             return None  # its question landed: done
         self.seen.append(view["workspace_version"])
         if len(self.seen) <= self.rivals:
-            rival = json.dumps({"workspace_id": "ws-r", "author": {"principal": "planner-2", "role": "planner"},
-                                "items": [{"type": "question", "id": f"q-rival-{len(self.seen)}", "text": "?"}]})
+            rival = json.dumps(
+                {
+                    "workspace_id": "ws-r",
+                    "author": {"principal": "planner-2", "role": "planner"},
+                    "items": [{"type": "question", "id": f"q-rival-{len(self.seen)}", "text": "?"}],
+                }
+            )
             assert self.coordinator.submit(parse_contribution(rival))["ok"]
         return [{"type": "question", "id": f"q-at-{view['workspace_version']}", "text": "What changed?"}]
 
@@ -74,11 +87,17 @@ def test_a_redelivered_notification_replays_instead_of_committing_again() -> Non
         role = Role.PLANNER
 
         def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
-            return [{"type": "question", "id": "q-once", "text": "Once?"}] if view["workspace_version"] == 1 else None
+            return (
+                [{"type": "question", "id": "q-once", "text": "Once?"}]
+                if view["workspace_version"] == 1
+                else None
+            )
 
     first = act(coordinator, Once(), TURN)
     # Redelivered after a crash: the participant decides on the view it had (as if re-read before the commit).
-    again = act(coordinator, Once(), TURN, read=lambda ws: {**coordinator.workspaces.show(ws), "workspace_version": 1})
+    again = act(
+        coordinator, Once(), TURN, read=lambda ws: {**coordinator.workspaces.show(ws), "workspace_version": 1}
+    )
     assert first[0]["workspace_version"] == 2
     assert again[0].get("idempotent_replay") is True
     assert coordinator.ledger.head("ws-r") == 2
