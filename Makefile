@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run demo test test-unit lint typecheck check bench schemas clean
+.PHONY: help install run demo live test test-unit lint typecheck check bench schemas clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,6 +25,10 @@ run: $(STAMP) ## play incident-042 on a fresh embedded (SQLite) ledger and tell 
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/demo/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo
 
 demo: run ## same as run
+
+live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller and scripted workers
+	rm -rf .caseboard/live
+	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/live/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo --live
 
 test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
 	$(BIN)/pytest -q

@@ -15,8 +15,28 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 from caseboard.dispatcher.notification import Notification
+from caseboard.domain.errors import CaseboardError
 
 ACTOR_PREFIX = "caseboard_notify"
+
+
+class BrokerUnavailable(CaseboardError):
+    """The broker could not take a message (Redis down, restarting, unreachable)."""
+
+
+def enqueue(
+    broker: dramatiq.Broker, message: dramatiq.Message[Any] | None, *, declare: str | None = None
+) -> None:
+    """Hands one message to the broker (or declares a queue); broker failures become ``BrokerUnavailable``."""
+    import redis
+
+    try:
+        if declare is not None:
+            broker.declare_queue(declare)
+        if message is not None:
+            broker.enqueue(message)
+    except (redis.RedisError, dramatiq.errors.BrokerConnectionError) as error:
+        raise BrokerUnavailable(f"the broker did not accept a message: {error}") from error
 
 
 @dataclass(frozen=True)

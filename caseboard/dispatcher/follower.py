@@ -18,12 +18,13 @@ from dataclasses import dataclass
 import dramatiq
 import structlog
 
-from caseboard.dispatcher.broker import message_for, message_from
+from caseboard.dispatcher.broker import BrokerUnavailable, enqueue, message_for, message_from
 from caseboard.dispatcher.notification import Notification
 from caseboard.dispatcher.outbox import Outbox, Position
 from caseboard.dispatcher.route import coalesce, route
 from caseboard.dispatcher.store import Delivery, DispatchStore
 from caseboard.domain.commit import Commit
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.projections.workspaces import Workspaces
 from caseboard.reducers import get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
@@ -70,12 +71,17 @@ class Dispatcher:
         if not entries:
             return 0
         notifications: list[Notification] = []
-        for entry in entries:
-            notifications.extend(route(entry.commit, self._fold(entry.commit)))
-        sent = [self._send(n) for n in coalesce(notifications)]
-        self._hook()
-        position = entries[-1].position
-        self.store.advance(self.config.name, position, sent)
+        try:
+            for entry in entries:
+                notifications.extend(route(entry.commit, self._fold(entry.commit)))
+            sent = [self._send(n) for n in coalesce(notifications)]
+            self._hook()
+            position = entries[-1].position
+            self.store.advance(self.config.name, position, sent)
+        except BaseException:
+            for entry in entries:  # folded ahead of the stored position: reload on the next pass
+                self._states.pop(entry.commit.workspace_id, None)
+            raise
         self.position = position
         log.info(
             "outbox_dispatched",
@@ -91,7 +97,7 @@ class Dispatcher:
         lost = self.store.unprocessed(self.config.redrive_after_s)
         for delivery in lost:
             self._declare(delivery.queue)
-            self.broker.enqueue(message_from(delivery.queue, delivery.body))
+            enqueue(self.broker, message_from(delivery.queue, delivery.body))
         if lost:
             self.store.resent([d.notification_id for d in lost])
             log.warning("notifications_redriven", count=len(lost), first=lost[0].notification_id)
@@ -99,16 +105,24 @@ class Dispatcher:
 
     def run(self, stop: threading.Event, wait: Callable[[float], object] | None = None) -> None:
         """Until ``stop``: drain the outbox, wait for a wake-up or the fallback poll, re-drive at times."""
+        failures = 0
         while not stop.is_set():
-            while self.pass_once() and not stop.is_set():
-                pass
-            now = time.monotonic()
-            if now - self._last_redrive >= self.config.redrive_every_s:
-                self._last_redrive = now
-                self.redrive()
-            woke = wait(self.config.poll_s) if wait is not None else stop.wait(self.config.poll_s)
-            if woke and not stop.is_set():
-                self._settle()
+            try:
+                while self.pass_once() and not stop.is_set():
+                    pass
+                now = time.monotonic()
+                if now - self._last_redrive >= self.config.redrive_every_s:
+                    self._last_redrive = now
+                    self.redrive()
+                woke = wait(self.config.poll_s) if wait is not None else stop.wait(self.config.poll_s)
+                if woke and not stop.is_set():
+                    self._settle()
+                failures = 0
+            except (BrokerUnavailable, LedgerUnavailable) as error:
+                # Nothing was stored past what the broker accepted: the next pass sends it again.
+                failures += 1
+                log.warning("dispatch_retrying", error=str(error), failures=failures)
+                stop.wait(min(5.0, 0.1 * 2**failures))
 
     def _settle(self) -> None:
         """A wake-up whose commit is not final yet (an older transaction still runs): look again shortly
@@ -136,13 +150,12 @@ class Dispatcher:
 
     def _send(self, notification: Notification) -> Delivery:
         self._declare(notification.queue)
-        message = message_for(notification)
-        self.broker.enqueue(message)
+        enqueue(self.broker, message_for(notification))
         return Delivery(notification.id, notification.queue, notification.model_dump_json(exclude_none=True))
 
     def _declare(self, queue: str) -> None:
         if queue not in self._declared:
-            self.broker.declare_queue(queue)
+            enqueue(self.broker, None, declare=queue)
             self._declared.add(queue)
 
     def _hook(self) -> None:
