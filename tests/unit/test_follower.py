@@ -35,7 +35,7 @@ class FlakyBroker(StubBroker):
         return super().enqueue(message, delay=delay)
 
 
-def test_a_broker_failure_mid_batch_leaves_the_position_and_the_next_pass_sends_everything(tmp_path: Path) -> None:
+def test_a_broker_failure_mid_batch_keeps_the_position_and_the_next_pass_resends(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
     ledger = open_ledger(url)
     play(Coordinator(ledger, trust_timestamps=True), scenario_lines())
