@@ -6,6 +6,7 @@ and is refused by the settings).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -76,10 +77,14 @@ def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
     )  # fmt: skip
     events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
     snapshots = PostgresAggregateRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
-    try:
-        events.create_table()
-        snapshots.create_table()
-    except Exception as error:
-        datastore.close()
-        raise LedgerUnavailable(f"cannot prepare the PostgreSQL ledger in schema {schema!r}: {error}") from error
+    for attempt in range(3):  # processes opening one schema at once can collide on its DDL: try again
+        try:
+            events.create_table()
+            snapshots.create_table()
+            break
+        except Exception as error:
+            if attempt == 2:
+                datastore.close()
+                raise LedgerUnavailable(f"cannot prepare the PostgreSQL ledger in schema {schema!r}: {error}") from error
+            time.sleep(0.05 * (attempt + 1))
     return EventsourcingLedger(events, snapshots, datastore.close)
