@@ -5,79 +5,77 @@
   starts on the commit's history notification. The dispatcher waits on LISTEN, with its fallback poll.
 - ``dispatch_vs_raw_dramatiq``: notifications per second from the outbox to a no-op actor (read, route,
   send, store the position and deliveries), over a bare loop that sends no-op messages to the same kind of
-  worker and processes them, in the same run, on the same Redis. Both use one worker with 2 threads and a
-  prefetch of 100 and the same idle poll ceiling (``WORKER_TIMEOUT_MS``).
+  worker and processes them, in the same run, on the same Redis. Both use one worker process
+  (``benchmarks.noop_worker``: 2 threads, prefetch 100, the same idle poll ceiling) beside the sender, as
+  in production; its actors count in Redis, so both sides pay the same per-message bookkeeping.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import dramatiq
 import redis
 
 from benchmarks.context import BenchContext, median
 from caseboard.app import build_app
 from caseboard.coordinator import parse_contribution
-from caseboard.dispatcher.broker import BrokerConfig, declare_consumer, make_broker, message_from
+from caseboard.dispatcher.broker import BrokerConfig, make_broker, message_from
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.logs import configure_logging
 from caseboard.settings import Settings
-from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS, build_dispatcher, waiter
-
-QUEUES = ("caseboard.history", "caseboard.snapshot", "caseboard.planner", "caseboard.reporter")
+from caseboard.workers.live import build_dispatcher, waiter
 
 
-class Counter:
-    def __init__(self) -> None:
-        self.count = 0
-        self.arrivals: dict[int, float] = {}
-        self.lock = threading.Lock()
+class NoopWorker:
+    """The worker side, in its own process as in production: ``benchmarks.noop_worker``."""
 
-    def __call__(self, body: dict[str, Any]) -> None:
-        now = time.perf_counter()
-        with self.lock:
-            self.count += 1
-            if body.get("kind") == "commit":
-                self.arrivals.setdefault(int(body["workspace_version"]), now)
+    def __init__(self, ctx: BenchContext) -> None:
+        self.namespace = f"bench-{uuid.uuid4().hex[:10]}"
+        self.redis_url = ctx.redis_url
+        self.client = redis.Redis.from_url(ctx.redis_url)
+        root = Path(__file__).resolve().parent.parent
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.noop_worker", ctx.redis_url, self.namespace],
+            cwd=root, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)},
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the benchmark worker did not start")
+        self.broker = make_broker(BrokerConfig(url=ctx.redis_url, namespace=self.namespace))
 
-    def wait_for(self, expected: Callable[[], int], timeout: float) -> None:
+    def processed(self) -> int:
+        return int(self.client.get(f"{self.namespace}:bench:processed") or 0)
+
+    def arrivals(self) -> dict[int, float]:
+        raw = self.client.hgetall(f"{self.namespace}:bench:arrivals")
+        return {int(k): float(v) for k, v in raw.items()}
+
+    def wait_for(self, expected: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.count < expected():
+        while self.processed() < expected:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {self.count} of {expected()} messages processed in {timeout}s")
-            time.sleep(0.002)
+                raise RuntimeError(f"only {self.processed()} of {expected} messages processed in {timeout}s")
+            time.sleep(0.005)
 
-
-def _worker(broker: dramatiq.Broker, handle: Callable[[dict[str, Any]], None]) -> dramatiq.Worker:
-    for queue in QUEUES:
-        declare_consumer(broker, queue, handle)
-    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=WORKER_TIMEOUT_MS)
-    worker.queue_prefetch = PREFETCH
-    worker.start()
-    return worker
-
-
-def _broker(ctx: BenchContext) -> tuple[dramatiq.Broker, Callable[[], None]]:
-    namespace = f"bench-{uuid.uuid4().hex[:10]}"
-    broker = make_broker(BrokerConfig(url=ctx.redis_url, namespace=namespace))
-
-    def cleanup() -> None:
-        broker.close()
-        client = redis.Redis.from_url(ctx.redis_url)
-        keys = list(client.scan_iter(match=f"{namespace}*"))
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=20)
+        self.broker.close()
+        keys = list(self.client.scan_iter(match=f"{self.namespace}*"))
         if keys:
-            client.delete(*keys)
-        client.close()
-
-    return broker, cleanup
+            self.client.delete(*keys)
+        self.client.close()
 
 
 def _contribution(
@@ -109,64 +107,52 @@ def latency(ctx: BenchContext, commits: int) -> tuple[float, float]:
     with ctx.fresh_schema() as url:
         app = build_app(Settings(database_url=url, redis_url=ctx.redis_url))
         store = DispatchStore(url)
-        broker, cleanup = _broker(ctx)
-        counter = Counter()
-        worker = _worker(broker, counter)
+        worker = NoopWorker(ctx)
         stop = threading.Event()
         wait, close = waiter(app, stop)
-        dispatcher = build_dispatcher(app, store, broker, DispatchConfig(poll_s=0.5))
+        dispatcher = build_dispatcher(app, store, worker.broker, DispatchConfig(poll_s=0.5))
         follower = threading.Thread(target=dispatcher.run, args=(stop, wait), daemon=True)
         follower.start()
         try:
             coordinator = app.coordinator()
-            started: dict[int, float] = {}
-            started[1] = time.perf_counter()
+            started: dict[int, float] = {1: time.time()}
             coordinator.submit(_contribution("bench-latency", [OPEN]))
             tick = time.perf_counter()
             for n in range(2, commits + 1):
                 tick += 1 / 50
                 time.sleep(max(0.0, tick - time.perf_counter()))
-                started[n] = time.perf_counter()
-                outcome = coordinator.submit(
-                    _contribution(
-                        "bench-latency",
-                        [{"type": "question", "id": f"q-{n}", "text": "what changed?"}],
-                        "planner-1",
-                        "planner",
-                    )
-                )
+                started[n] = time.time()
+                item = {"type": "question", "id": f"q-{n}", "text": "what changed?"}
+                outcome = coordinator.submit(_contribution("bench-latency", [item], "planner-1", "planner"))
                 assert outcome["ok"], outcome
-            counter.wait_for(lambda: commits, timeout=30)
+            deadline = time.monotonic() + 30
+            while len(arrivals := worker.arrivals()) < commits and time.monotonic() < deadline:
+                time.sleep(0.01)
         finally:
             stop.set()
             follower.join(timeout=5)
             close()
-            worker.stop()
-            cleanup()
+            worker.close()
             store.close()
             app.close()
-    gaps = sorted((counter.arrivals[v] - started[v]) * 1000 for v in started if v in counter.arrivals)
+    gaps = sorted((arrivals[v] - started[v]) * 1000 for v in started if v in arrivals)
     p50 = statistics.median(gaps)
     p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
     return p50, p99
 
 
 def raw_rate(ctx: BenchContext, messages: int) -> float:
-    broker, cleanup = _broker(ctx)
-    counter = Counter()
-    worker = _worker(broker, counter)
+    worker = NoopWorker(ctx)
     body = json.dumps({"kind": "noop", "workspace_version": 0})
     try:
-        for queue in QUEUES:
-            broker.declare_queue(queue)
+        worker.broker.declare_queue("caseboard.history")
         start = time.perf_counter()
         for _ in range(messages):
-            broker.enqueue(message_from("caseboard.history", body))
-        counter.wait_for(lambda: messages, timeout=120)
+            worker.broker.enqueue(message_from("caseboard.history", body))
+        worker.wait_for(messages, timeout=120)
         return messages / (time.perf_counter() - start)
     finally:
-        worker.stop()
-        cleanup()
+        worker.close()
 
 
 def dispatch_rate(ctx: BenchContext, commits: int, workspaces: int = 20) -> tuple[float, int]:
@@ -185,20 +171,17 @@ def dispatch_rate(ctx: BenchContext, commits: int, workspaces: int = 20) -> tupl
                 )
             )
         store = DispatchStore(url)
-        broker, cleanup = _broker(ctx)
-        counter = Counter()
-        worker = _worker(broker, counter)
-        dispatcher = build_dispatcher(app, store, broker, DispatchConfig(batch=500))
+        worker = NoopWorker(ctx)
+        dispatcher = build_dispatcher(app, store, worker.broker, DispatchConfig(batch=500))
         try:
             start = time.perf_counter()
             while dispatcher.pass_once():
                 pass
             delivered = int(store.status("dispatcher")["delivered"])
-            counter.wait_for(lambda: delivered, timeout=120)
+            worker.wait_for(delivered, timeout=120)
             return delivered / (time.perf_counter() - start), delivered
         finally:
-            worker.stop()
-            cleanup()
+            worker.close()
             store.close()
             app.close()
 
