@@ -63,6 +63,16 @@ def bounded_view(projection: dict[str, Any], limit: int = VIEW_LIST_LIMIT) -> Vi
     return {k: (v[:limit] if isinstance(v, list) else v) for k, v in projection.items()}
 
 
+def superseded(notification: Notification, view: View) -> bool:
+    """An announcement that something is stale is a no-op once its target moved past the announced basis."""
+    if notification.kind != "proposal_requires_revalidation" or notification.based_on_version is None:
+        return False
+    for record in view.get("proposal_records", []):
+        if record["id"] == notification.subject:
+            return bool(record["last_checked_against_version"] > notification.based_on_version)
+    return False
+
+
 def act(
     coordinator: Coordinator,
     participant: Participant,
@@ -75,6 +85,9 @@ def act(
     read = read or (lambda ws: bounded_view(coordinator.workspaces.show(ws)))
     outcomes: list[dict[str, Any]] = []
     conflicts = 0
+    if superseded(notification, read(notification.workspace_id)):
+        log.info("notification_stale", principal=participant.principal, notification_id=notification.id)
+        return outcomes
     for _ in range(MAX_STEPS + max_attempts):
         view = read(notification.workspace_id)
         items = participant.contribute(notification, view)

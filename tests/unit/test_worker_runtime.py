@@ -101,3 +101,53 @@ def test_a_redelivered_notification_replays_instead_of_committing_again() -> Non
     assert first[0]["workspace_version"] == 2
     assert again[0].get("idempotent_replay") is True
     assert coordinator.ledger.head("ws-r") == 2
+
+
+def test_a_revalidation_notice_is_a_no_op_once_the_proposal_was_reviewed_since() -> None:
+    coordinator = opened()
+    for principal, role, items in (
+        ("planner-1", "planner", [{"type": "hypothesis", "id": "hyp-1", "statement": "h"}]),
+        (
+            "planner-1",
+            "planner",
+            [
+                {
+                    "type": "proposal",
+                    "id": "p-1",
+                    "summary": "s",
+                    "based_on_workspace_version": 2,
+                    "depends_on": ["hyp-1"],
+                }
+            ],
+        ),
+        (
+            "planner-1",
+            "planner",
+            [
+                {
+                    "type": "review",
+                    "proposal": "p-1",
+                    "decision": "retained",
+                    "what_changed": "nothing material",
+                }
+            ],
+        ),
+    ):
+        line = json.dumps(
+            {"workspace_id": "ws-r", "author": {"principal": principal, "role": role}, "items": items}
+        )
+        assert coordinator.submit(parse_contribution(line))["ok"]
+    notice = Notification(
+        id="ws-r@3/proposal_requires_revalidation/p-1",
+        kind="proposal_requires_revalidation",
+        audience="planner",
+        workspace_id="ws-r",
+        workspace_version=3,
+        subject="p-1",
+        based_on_version=2,
+    )
+    asker = Asker(coordinator, rivals=0)
+    assert act(coordinator, asker, notice) == []
+    assert asker.seen == []
+    fresh = notice.model_copy(update={"based_on_version": 4})
+    assert act(coordinator, asker, fresh)[0]["ok"]
