@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
     demo = commands.add_parser("demo", help="play the incident-042 scenario and narrate it")
     demo.add_argument("--scenarios", help="folder holding incident-042.jsonl (default: the packaged copy)")
     demo.add_argument("--full", action="store_true", help="print the whole projection, not only its contract keys")
-    demo.add_argument("--live", action="store_true", help="run the live loop: dispatcher, controller, scripted workers")
+    demo.add_argument("--live", action="store_true", help="the live loop: dispatcher, controller, workers")
     demo.add_argument("--cycles", type=int, default=6, help="with --live: the investigation's cycle budget")
     demo.add_argument("--timeout", type=float, default=60.0, help="with --live: seconds before giving up")
     demo.add_argument("--workspace", help="with --live: the workspace id (default incident-043)")

@@ -85,6 +85,7 @@ def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
         except Exception as error:
             if attempt == 2:
                 datastore.close()
-                raise LedgerUnavailable(f"cannot prepare the PostgreSQL ledger in schema {schema!r}: {error}") from error
+                message = f"cannot prepare the PostgreSQL ledger in schema {schema!r}: {error}"
+                raise LedgerUnavailable(message) from error
             time.sleep(0.05 * (attempt + 1))
     return EventsourcingLedger(events, snapshots, datastore.close)
