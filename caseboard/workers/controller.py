@@ -191,6 +191,7 @@ class Controller:
         self.clock = clock
         self.turn_timeout_s = turn_timeout_s
         self.memories: dict[str, CycleMemory] = {}
+        self.last: dict[str, tuple[int, str, str]] = {}
 
     def memory(self, workspace_id: str) -> CycleMemory:
         memory = self.memories.setdefault(workspace_id, CycleMemory())
@@ -211,7 +212,10 @@ class Controller:
             )
             return reclaims
         decision = decide_next(view, self.memory(view["workspace_id"]), now, self.turn_timeout_s)
-        log.info(
+        key = (view["workspace_version"], decision.action, decision.reason)
+        repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once
+        self.last[view["workspace_id"]] = key
+        (log.debug if repeated else log.info)(
             "controller_decision",
             workspace_id=view["workspace_id"],
             workspace_version=view["workspace_version"],

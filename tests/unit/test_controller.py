@@ -143,3 +143,27 @@ def test_a_lapsed_lease_is_reclaimed_and_the_late_holder_is_fenced() -> None:
         }
     )
     assert coordinator.submit(parse_contribution(late))["reason"] == "fenced"
+
+
+def test_every_decision_is_logged_with_its_reason() -> None:
+    from structlog.testing import capture_logs
+
+    from caseboard.dispatcher.notification import Notification
+    from caseboard.workers.controller import Controller
+
+    coordinator = opened(3)
+    controller = Controller(coordinator.ledger, clock=lambda: NOW)
+    notice = Notification(
+        id="ws-c@1/snapshot_changed",
+        kind="snapshot_changed",
+        audience="snapshot",
+        workspace_id="ws-c",
+        workspace_version=1,
+    )
+    with capture_logs() as logs:
+        items = controller.contribute(notice, view(coordinator))
+    assert items == [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
+    [entry] = [e for e in logs if e["event"] == "controller_decision"]
+    assert entry["action"] == "cycle"
+    assert entry["reason"] == "scheduling planner-1"
+    assert entry["workspace_version"] == 1
