@@ -17,6 +17,8 @@ The lease sweeper (``expired_claims``) reclaims claims whose lease lapsed: the r
 
 from __future__ import annotations
 
+import copy
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -192,12 +194,18 @@ class Controller:
         self.turn_timeout_s = turn_timeout_s
         self.memories: dict[str, CycleMemory] = {}
         self.last: dict[str, tuple[int, str, str]] = {}
+        self._lock = threading.Lock()
 
-    def memory(self, workspace_id: str) -> CycleMemory:
-        memory = self.memories.setdefault(workspace_id, CycleMemory())
-        for commit in self.ledger.iter_commits(workspace_id, after=memory.seen):
-            memory.fold(commit)
-        return memory
+    def memory(self, workspace_id: str, version: int) -> CycleMemory:
+        """The cycle memory as of ``version`` (the view's): never ahead of what the rules look at."""
+        with self._lock:
+            memory = self.memories.get(workspace_id)
+            if memory is None or memory.seen > version:
+                memory = CycleMemory()
+            for commit in self.ledger.iter_commits(workspace_id, after=memory.seen, upto=version):
+                memory.fold(commit)
+            self.memories[workspace_id] = memory
+            return copy.deepcopy(memory)
 
     def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
         now = self.clock()
@@ -211,7 +219,8 @@ class Controller:
                 requests=[r["request_id"] for r in reclaims],
             )
             return reclaims
-        decision = decide_next(view, self.memory(view["workspace_id"]), now, self.turn_timeout_s)
+        memory = self.memory(view["workspace_id"], view["workspace_version"])
+        decision = decide_next(view, memory, now, self.turn_timeout_s)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once
         self.last[view["workspace_id"]] = key

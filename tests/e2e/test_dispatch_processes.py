@@ -190,3 +190,38 @@ def test_a_flushed_redis_loses_nothing_because_the_dispatcher_re_drives_from_pos
     )
     assert every <= {(c, n) for c, n, _ in done}
     assert all(attempts == 1 for _, _, attempts in done)
+
+
+@pytest.mark.parametrize(("cycles", "ending"), [(2, "budget_exhausted"), (6, "human_review_required")])
+def test_the_controller_runs_scripted_workers_within_the_budget_across_processes(
+    cluster: Cluster, cycles: int, ending: str
+) -> None:
+    from caseboard.cli.live_demo import open_item
+    from caseboard.projections import Workspaces
+
+    ledger = open_ledger(cluster.database_url)
+    line = json.dumps(
+        {
+            "workspace_id": "ws-live",
+            "author": {"principal": "op", "role": "operator"},
+            "items": [open_item(cycles)],
+        }
+    )
+    assert Coordinator(ledger).submit(parse_contribution(line))["ok"]
+    cluster.spawn("worker", "--tick", "0.5", "--turn-timeout", "10")
+    cluster.spawn("dispatch")
+
+    def ended() -> dict[str, Any] | None:
+        projection = Workspaces(ledger).show("ws-live")
+        return projection if projection["status"] != "investigating" else None
+
+    projection = poll("the investigation to end", ended)
+    assert projection["status"] == ending
+    assert projection["cycles_used"] <= cycles
+    cycle_items = [i for c in ledger.read("ws-live") for i in c.items if i.type == "cycle"]
+    assert [i.number for i in cycle_items] == list(range(1, len(cycle_items) + 1))
+    assert len(cycle_items) <= cycles
+    if ending == "budget_exhausted":
+        assert len(cycle_items) == cycles
+        assert projection["status_detail"]["handoff"].startswith("Unresolved: ")
+    ledger.close()
