@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run demo serve test test-unit lint typecheck check bench schemas clean
+.PHONY: help install run demo serve live test test-unit lint typecheck check bench schemas clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,10 @@ demo: run ## same as run
 
 serve: $(STAMP) ## serve the HTTP API on 127.0.0.1:8000 with incident-042 loaded and demo keys printed
 	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo
+
+live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller and scripted workers
+	rm -rf .caseboard/live
+	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/live/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo --live
 
 test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
 	$(BIN)/pytest -q

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from caseboard.coordinator.service import Coordinator
+from caseboard.dispatcher.wakeup import CommitNotifier
 from caseboard.ledger import EventsourcingLedger, open_ledger
+from caseboard.ledger.postgres import LedgerRecorder
 from caseboard.projections import Workspaces
 from caseboard.settings import Settings
 
@@ -16,6 +19,8 @@ class App:
     ledger: EventsourcingLedger
     workspaces: Workspaces
     coordinators: dict[bool, Coordinator] = field(default_factory=dict)
+    database_url: str = ""
+    notifier: Any = None
 
     def coordinator(self, *, trust_timestamps: bool = False) -> Coordinator:
         if trust_timestamps not in self.coordinators:
@@ -25,9 +30,16 @@ class App:
         return self.coordinators[trust_timestamps]
 
     def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.close()
         self.ledger.close()
 
 
 def build_app(settings: Settings, *, database_url: str | None = None) -> App:
-    ledger = open_ledger(database_url or settings.database_url, pool_size=settings.pool_size)
-    return App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger))
+    url = database_url or settings.database_url
+    ledger = open_ledger(url, pool_size=settings.pool_size)
+    app = App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger), database_url=url)
+    if isinstance(ledger.events, LedgerRecorder):  # wake the dispatcher after each commit (ADR 0012)
+        app.notifier = CommitNotifier(url)
+        ledger.events.after_append = app.notifier.wake
+    return app

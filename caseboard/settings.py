@@ -19,6 +19,9 @@ class Settings:
     log_level: str = "info"
     log_format: str = "auto"
     pool_size: int = 4
+    redis_namespace: str = "caseboard"
+    heartbeat_ms: int = 60_000
+    worker_poll_ms: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -29,6 +32,9 @@ class Settings:
             log_level=(env.get("CASEBOARD_LOG_LEVEL") or "info").lower(),
             log_format=(env.get("CASEBOARD_LOG_FORMAT") or "auto").lower(),
             pool_size=_int(env, "CASEBOARD_POOL_SIZE", 4),
+            redis_namespace=env.get("CASEBOARD_REDIS_NAMESPACE") or "caseboard",
+            heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
+            worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
         )
         settings.validate()
         return settings

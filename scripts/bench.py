@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context import BenchContext
 
-SECTIONS = ["commit", "replay", "http"]
+SECTIONS = ["commit", "replay", "dispatch", "http"]
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from caseboard.app import App
 from caseboard.cli.ledger_cmds import submit_line
+from caseboard.cli.live_demo import cmd_live
 from caseboard.cli.output import emit_document
 from caseboard.domain.errors import CaseboardError
 
@@ -24,6 +25,10 @@ def register(commands: Any) -> None:
     demo = commands.add_parser("demo", help="play the incident-042 scenario and narrate it")
     demo.add_argument("--scenarios", help="folder holding incident-042.jsonl (default: the packaged copy)")
     demo.add_argument("--full", action="store_true", help="print the whole projection, not only its contract keys")
+    demo.add_argument("--live", action="store_true", help="the live loop: dispatcher, controller, workers")
+    demo.add_argument("--cycles", type=int, default=6, help="with --live: the investigation's cycle budget")
+    demo.add_argument("--timeout", type=float, default=60.0, help="with --live: seconds before giving up")
+    demo.add_argument("--workspace", help="with --live: the workspace id (default incident-043)")
     demo.set_defaults(handler=cmd_demo)
 
 
@@ -37,6 +42,8 @@ def scenario_text(folder: str | None, name: str) -> str:
 
 
 def cmd_demo(app: App, args: argparse.Namespace) -> int:
+    if args.live:
+        return cmd_live(app, args)
     lines = [line for line in scenario_text(args.scenarios, "incident-042.jsonl").splitlines() if line.strip()]
     stale = scenario_text(args.scenarios, "incident-042.stale-install.json")
     workspace_id = json.loads(lines[0])["workspace_id"]

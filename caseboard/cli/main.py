@@ -7,13 +7,13 @@ import sys
 from collections.abc import Callable, Sequence
 
 from caseboard.app import App, build_app
-from caseboard.cli import demo, keys_cmds, ledger_cmds, replay_cmds, serve_cmds
+from caseboard.cli import demo, dispatch_cmds, keys_cmds, ledger_cmds, replay_cmds, serve_cmds
 from caseboard.domain.errors import CaseboardError
 from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 Handler = Callable[[App, argparse.Namespace], int]
-MODULES = [ledger_cmds, replay_cmds, demo, keys_cmds, serve_cmds]
+MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds]
 
 
 class Parser(argparse.ArgumentParser):

@@ -14,7 +14,7 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
@@ -46,6 +46,24 @@ class LedgerRecorder(PostgresApplicationRecorder):
             "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s) RETURNING notification_id"
         ).format(schema=schema, table=table)
+        self.outbox_statement = SQL(
+            "SELECT tx::text::bigint AS tx, notification_id, originator_id, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s) "
+            "AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, notification_id LIMIT %s"
+        ).format(schema=schema, table=table)
+        self.after_append: Callable[[], None] | None = None
+        """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
+
+    def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
+        """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind
+        them, because only rows of transactions older than every running one are read."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(self.outbox_statement, (str(after[0]), after[1], limit)).fetchall()
+        return [
+            (row["tx"], row["notification_id"],
+             StoredEvent(row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])))
+            for row in rows
+        ]  # fmt: skip
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
@@ -55,14 +73,22 @@ class LedgerRecorder(PostgresApplicationRecorder):
             if len(rows) == 1:
                 row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()  # type: ignore[call-overload]
                 assert row is not None
-                return [int(row["notification_id"])]
-            ids: list[int] = []
-            with conn.transaction(), conn.cursor() as cursor:  # several commits (an import): all or none
-                cursor.executemany(self._append_sql, rows, returning=True)  # type: ignore[arg-type]
-                while True:
-                    fetched = cursor.fetchone()
-                    assert fetched is not None
-                    ids.append(int(fetched["notification_id"]))
-                    if not cursor.nextset():
-                        break
-            return ids
+                notification_ids = [int(row["notification_id"])]
+            else:
+                notification_ids = self._append_many(conn, rows)
+        if self.after_append is not None:
+            self.after_append()
+        return notification_ids
+
+    def _append_many(self, conn: Any, rows: list[tuple[Any, ...]]) -> list[int]:
+        """Several commits in one transaction (an import): all or none."""
+        ids: list[int] = []
+        with conn.transaction(), conn.cursor() as cursor:
+            cursor.executemany(self._append_sql, rows, returning=True)
+            while True:
+                fetched = cursor.fetchone()
+                assert fetched is not None
+                ids.append(int(fetched["notification_id"]))
+                if not cursor.nextset():
+                    break
+        return ids

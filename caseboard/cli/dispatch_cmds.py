@@ -1,0 +1,127 @@
+"""``caseboard dispatch``, ``worker`` and ``outbox status``: the live loop as processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+from caseboard.app import App
+from caseboard.dispatcher.follower import DispatchConfig
+from caseboard.dispatcher.outbox import open_outbox
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.domain.errors import ConfigurationError
+from caseboard.workers.host import DEFAULT_KINDS
+from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker, waiter
+
+
+def register(commands: Any) -> None:
+    dispatch = commands.add_parser(
+        "dispatch", help="follow the ledger's outbox and hand notifications to dramatiq"
+    )
+    dispatch.add_argument("--name", default="dispatcher", help="the position's name (one per dispatcher)")
+    dispatch.add_argument("--poll", type=float, default=0.5, help="fallback poll in seconds (default 0.5)")
+    dispatch.add_argument(
+        "--redrive-after",
+        type=float,
+        default=60.0,
+        help="re-send notifications unprocessed after this many seconds (default 60)",
+    )
+    dispatch.add_argument("--once", action="store_true", help="drain the outbox once and exit")
+    dispatch.set_defaults(handler=cmd_dispatch)
+
+    worker = commands.add_parser("worker", help="run the consumers: scripted participants and the controller")
+    worker.add_argument("--threads", type=int, default=2)
+    worker.add_argument(
+        "--passive", action="store_true", help="only record what is delivered (no participants)"
+    )
+    worker.add_argument(
+        "--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)"
+    )
+    worker.add_argument(
+        "--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)"
+    )
+    worker.add_argument(
+        "--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for"
+    )
+    worker.set_defaults(handler=cmd_worker)
+
+    outbox = commands.add_parser("outbox", help="the outbox and its dispatcher")
+    outbox_commands = outbox.add_subparsers(dest="outbox_command", required=True, metavar="SUBCOMMAND")
+    status = outbox_commands.add_parser(
+        "status", help="position, head, pending, delivered, duplicates (JSON)"
+    )
+    status.add_argument("--name", default="dispatcher")
+    status.set_defaults(handler=cmd_outbox_status)
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
+    if not app.database_url.startswith(("postgresql", "postgres")):
+        raise ConfigurationError(
+            "caseboard dispatch runs against PostgreSQL and Redis; "
+            "the embedded ledger dispatches in process (caseboard demo --live)"
+        )
+    store = DispatchStore(app.database_url)
+    broker = broker_for(app)
+    config = DispatchConfig(name=args.name, poll_s=args.poll, redrive_after_s=args.redrive_after)
+    dispatcher = build_dispatcher(app, store, broker, config)
+    stop = _stop_on_signals()
+    wait, close = waiter(app, stop)
+    try:
+        if args.once:
+            while dispatcher.pass_once():
+                pass
+        else:
+            dispatcher.run(stop, wait)
+    finally:
+        close()
+        broker.close()
+        store.close()
+    return 0
+
+
+def cmd_worker(app: App, args: argparse.Namespace) -> int:
+    if args.threads < 1:
+        raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
+    store = DispatchStore(app.database_url)
+    broker = broker_for(app)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    host = build_host(app, store, passive=args.passive, kinds=kinds, turn_timeout_s=args.turn_timeout)
+    worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
+    stop = _stop_on_signals()
+    try:
+        while not stop.wait(args.tick):
+            host.tick()
+    finally:
+        worker.stop()
+        broker.close()
+        store.close()
+    return 0
+
+
+def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
+    store = DispatchStore(app.database_url)
+    try:
+        status = store.status(args.name)
+    finally:
+        store.close()
+    outbox = open_outbox(app.ledger)
+    position = (status["position"][0], status["position"][1])
+    report = {
+        "position": status["position"],
+        "head": outbox.head(),
+        "pending": outbox.pending(position),
+        **{k: status[k] for k in ("delivered", "processed", "unprocessed", "duplicates_absorbed")},
+    }
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 0

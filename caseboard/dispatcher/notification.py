@@ -1,0 +1,60 @@
+"""A notification: a stable, self-describing announcement that something committed.
+
+The id is derived from what it announces (``incident-042@19/evidence_changed/hyp-x``), never random, so a
+re-sent notification has the same id and a consumer that already processed it can tell.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field
+
+from caseboard.domain.items import Frozen
+
+Kind = Literal[
+    "proposal_requires_revalidation",  # planner: a proposal's basis moved under it
+    "evidence_changed",  # planner: evidence under one of its hypotheses changed
+    "claim_to_check",  # verifier: a claim with evidence, not verified yet
+    "work_requested",  # specialists of the request's kind: open work (new, or back after a reclaim)
+    "turn",  # a participant the controller scheduled in a cycle
+    "status_changed",  # reporter: the workspace status moved
+    "snapshot_changed",  # snapshot subscribers (controller): coalesced, only the latest matters
+    "commit",  # history consumers: every commit, in order
+]
+
+AUDIENCES = ("planner", "verifier", "specialist", "reporter", "snapshot", "history")
+
+
+class Notification(Frozen):
+    id: str
+    kind: Kind
+    audience: Literal["planner", "verifier", "specialist", "reporter", "snapshot", "history"]
+    workspace_id: str
+    workspace_version: int
+    subject: str | None = None
+    request_kind: str | None = None
+    principal: str | None = None
+    based_on_version: int | None = None
+    """For announcements that something is stale: the version the stale thing rests on."""
+    evidence_revisions: dict[str, int] = Field(default_factory=dict)
+    """Each announced evidence id with the workspace version of its latest change."""
+
+    @property
+    def queue(self) -> str:
+        if self.audience == "specialist" and self.request_kind:
+            return specialist_queue(self.request_kind)
+        return f"caseboard.{self.audience}"
+
+    @property
+    def coalesces(self) -> bool:
+        return self.kind == "snapshot_changed"
+
+
+def specialist_queue(kind: str) -> str:
+    return "caseboard.specialist." + re.sub(r"[^A-Za-z0-9_.-]", "_", kind)
+
+
+def notification_id(workspace_id: str, version: int, kind: str, subject: str | None = None) -> str:
+    return f"{workspace_id}@{version}/{kind}" + (f"/{subject}" if subject else "")

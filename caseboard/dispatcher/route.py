@@ -1,0 +1,135 @@
+"""Selective routing: who needs to hear about a commit, decided from the commit and the state after it.
+
+``route(commit, state)`` is pure. ``state`` is the workspace-rules-v1 state folded up to and including
+``commit``. Nobody is told about everything: the planner hears about proposals that now require
+revalidation and about changed evidence under its hypotheses; the verifier about claims to check; the
+specialists of a kind about open requests of that kind; the reporter about status changes; snapshot
+subscribers get one coalescible notice per commit, history consumers every commit (docs/adr/0010).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from caseboard.dispatcher.notification import Notification, notification_id
+from caseboard.domain import items as it
+from caseboard.domain.commit import Commit
+from caseboard.reducers.workspace_rules_v1.render import (
+    dependency_closure,
+    hypothesis_status,
+    needs_revalidation,
+)
+from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
+
+CHECK_SUFFIX = "_check"
+"""A work request whose kind ends so is an external check a verifier can cite."""
+
+TURN_AUDIENCES = ("planner", "verifier", "reporter")
+
+
+def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
+    out: dict[str, Notification] = {}
+    version, ws = commit.version, commit.workspace_id
+
+    def add(kind: str, audience: str, subject: str | None = None, **fields: object) -> None:
+        nid = notification_id(ws, version, kind if audience != "history" else "commit", subject)
+        previous = out.get(nid)
+        if previous is not None and "evidence_revisions" in fields:
+            merged = {**previous.evidence_revisions, **fields["evidence_revisions"]}  # type: ignore[dict-item]
+            fields["evidence_revisions"] = dict(sorted(merged.items()))
+        out[nid] = Notification.model_validate(
+            {
+                "id": nid,
+                "kind": kind,
+                "audience": audience,
+                "workspace_id": ws,
+                "workspace_version": version,
+                "subject": subject,
+                **fields,
+            }
+        )
+
+    for item, decision in zip(commit.items, commit.decisions, strict=True):
+        match item:
+            case it.Hypothesis() if item.supporting_evidence:
+                _claim_to_check(add, state, item.id)
+            case it.Link():
+                add(
+                    "evidence_changed",
+                    "planner",
+                    item.hypothesis,
+                    evidence_revisions=_revisions(state, [item.observation]),
+                )
+                if item.relation == "supports":
+                    _claim_to_check(add, state, item.hypothesis)
+            case it.Verification():
+                add("evidence_changed", "planner", item.claim, evidence_revisions={item.claim: version})
+            case it.WorkRequest():
+                add("work_requested", "specialist", item.request_id, request_kind=item.kind)
+            case it.WorkReclaim():
+                request = state.work[item.request_id]
+                add("work_requested", "specialist", item.request_id, request_kind=request.kind)
+            case it.WorkResult() if item.status == "completed":
+                if state.work[item.request_id].kind.endswith(CHECK_SUFFIX):
+                    for hyp_id in state.hypotheses:
+                        _claim_to_check(add, state, hyp_id)
+            case it.Cycle():
+                for principal in item.scheduled:
+                    audience = principal.split("-", 1)[0]
+                    if audience in TURN_AUDIENCES:
+                        add("turn", audience, principal, principal=principal)
+            case it.StatusChange():
+                add("status_changed", "reporter", item.to.value)
+            case _:
+                pass
+        escalation = decision.get("escalated")
+        if escalation:
+            add("status_changed", "reporter", escalation["to"])
+    for proposal in state.proposals.values():
+        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(
+            state, proposal, commit.at
+        ):
+            continue
+        closure = dependency_closure(state, proposal)
+        touched = [ref for ref in closure if state.material.get(ref, 0) == version]
+        if proposal.version == version or touched or state.constraints_version == version:
+            add(
+                "proposal_requires_revalidation",
+                "planner",
+                proposal.id,
+                based_on_version=proposal.checked_at,
+                evidence_revisions={
+                    ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material
+                },
+            )
+    add("snapshot_changed", "snapshot")
+    add("commit", "history")
+    return list(out.values())
+
+
+def _claim_to_check(add: Callable[..., None], state: WorkspaceState, hyp_id: str) -> None:
+    hyp = state.hypotheses[hyp_id]
+    if hypothesis_status(hyp) in ("confirmed", "refuted") or not hyp.supporting:
+        return
+    add(
+        "claim_to_check",
+        "verifier",
+        hyp_id,
+        evidence_revisions=_revisions(state, [*hyp.supporting, *hyp.challenging]),
+    )
+
+
+def _revisions(state: WorkspaceState, refs: Iterable[str]) -> dict[str, int]:
+    revisions = {}
+    for ref in refs:
+        obs = state.observations.get(ref)
+        if obs is not None:
+            revisions[ref] = obs.version
+    return dict(sorted(revisions.items()))
+
+
+def coalesce(notifications: Iterable[Notification]) -> list[Notification]:
+    """Keeps every notification except snapshot notices superseded by a later one for the same workspace."""
+    batch = list(notifications)
+    latest = {n.workspace_id: i for i, n in enumerate(batch) if n.coalesces}
+    return [n for i, n in enumerate(batch) if not n.coalesces or latest[n.workspace_id] == i]

@@ -1,0 +1,284 @@
+"""What the dispatcher and the consumers keep in the ledger's database (PostgreSQL or SQLite).
+
+    caseboard_dispatch_positions  the follower's position in the outbox, notifications handed over
+    caseboard_deliveries          each notification handed to the broker (re-driven while nobody processed it)
+    caseboard_processed           per consumer, each notification id: attempts (committed before the work)
+                                  and when it was processed (committed with the consumer's own effect)
+    caseboard_consumer_stats      duplicates absorbed per consumer
+    caseboard_consumer_views      per consumer and workspace, the latest version it has taken in
+
+A position is written in the same transaction as the deliveries it covers, and only after the broker
+accepted them (docs/adr/0011-outbox-follower.md).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
+
+Position = tuple[int, int]
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS caseboard_dispatch_positions (name TEXT PRIMARY KEY, tx BIGINT NOT NULL, "
+    "nid BIGINT NOT NULL, delivered BIGINT NOT NULL DEFAULT 0, updated_at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS caseboard_deliveries (notification_id TEXT PRIMARY KEY, queue TEXT NOT NULL, "
+    "body TEXT NOT NULL, sent_at DOUBLE PRECISION NOT NULL, sends INTEGER NOT NULL DEFAULT 1)",
+    "CREATE TABLE IF NOT EXISTS caseboard_processed (consumer TEXT NOT NULL, notification_id TEXT NOT NULL, "
+    "attempts INTEGER NOT NULL DEFAULT 0, processed_at DOUBLE PRECISION, "
+    "PRIMARY KEY (consumer, notification_id))",
+    "CREATE TABLE IF NOT EXISTS caseboard_consumer_stats (consumer TEXT PRIMARY KEY, "
+    "duplicates BIGINT NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS caseboard_consumer_views (consumer TEXT NOT NULL, "
+    "workspace_id TEXT NOT NULL, "
+    "version BIGINT NOT NULL, PRIMARY KEY (consumer, workspace_id))",
+)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    notification_id: str
+    queue: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Begun:
+    duplicate: bool
+    attempts: int
+
+
+class DispatchStore:
+    """One class over both engines: the SQL is portable; only placeholders and connections differ."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        scheme = url.split(":", 1)[0]
+        self._sqlite = scheme == "sqlite"
+        self._lock = threading.Lock()
+        if self._sqlite:
+            self._path = url[len("sqlite:///") :]
+            if not self._path:
+                raise ConfigurationError(f"{url!r}: a SQLite URL looks like sqlite:///path/to/ledger.db")
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        elif scheme in ("postgresql", "postgres"):
+            from psycopg_pool import ConnectionPool
+
+            parts = urlparse(url)
+            self.schema = parse_qs(parts.query).get("schema", ["public"])[0]
+            conninfo = parts._replace(query="").geturl()
+            self._pool = ConnectionPool(
+                conninfo,
+                min_size=1,
+                max_size=8,
+                open=True,
+                timeout=10,
+                kwargs={"options": f"-c search_path={self.schema}"},
+            )
+        else:
+            raise ConfigurationError(f"the dispatcher cannot keep its position in {url!r}")
+        with self._tx() as cur:
+            if not self._sqlite:  # concurrent CREATE TABLE IF NOT EXISTS can still collide: take turns
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext('caseboard_dispatch_schema'))")
+            for statement in SCHEMA:
+                cur.execute(statement)
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """One transaction; yields a cursor whose ``execute`` takes ``%s`` placeholders on both engines."""
+        if self._sqlite:
+            with self._lock:
+                conn = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    yield _SqliteCursor(conn.cursor())
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    conn.close()
+            return
+        import psycopg
+
+        try:
+            with self._pool.connection() as pg, pg.cursor() as cur:
+                yield cur
+        except psycopg.Error as error:
+            raise LedgerUnavailable(f"the dispatch store failed: {error}") from error
+
+    def close(self) -> None:
+        if not self._sqlite:
+            self._pool.close()
+
+    # -- the follower ---------------------------------------------------------------------------------
+
+    def position(self, name: str) -> Position:
+        with self._tx() as cur:
+            cur.execute("SELECT tx, nid FROM caseboard_dispatch_positions WHERE name = %s", (name,))
+            row = cur.fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def advance(self, name: str, position: Position, sent: Sequence[Delivery]) -> None:
+        now = time.time()
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO caseboard_dispatch_positions (name, tx, nid, delivered, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET tx = excluded.tx, "
+                "nid = excluded.nid, "
+                "delivered = caseboard_dispatch_positions.delivered + excluded.delivered, "
+                "updated_at = excluded.updated_at",
+                (name, position[0], position[1], len(sent), now),
+            )
+            cur.executemany(
+                "INSERT INTO caseboard_deliveries (notification_id, queue, body, sent_at) "
+                "VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (notification_id) DO UPDATE SET sent_at = excluded.sent_at, "
+                "sends = caseboard_deliveries.sends + 1",
+                [(d.notification_id, d.queue, d.body, now) for d in sent],
+            )
+
+    def unprocessed(self, older_than_s: float, limit: int = 500) -> list[Delivery]:
+        """Handed over at least ``older_than_s`` ago and processed by nobody: lost or stuck."""
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT d.notification_id, d.queue, d.body FROM caseboard_deliveries d WHERE d.sent_at < %s "
+                "AND NOT EXISTS (SELECT 1 FROM caseboard_processed p WHERE p.consumer = d.queue "
+                "AND p.notification_id = d.notification_id AND p.processed_at IS NOT NULL) "
+                "ORDER BY d.sent_at LIMIT %s",
+                (time.time() - older_than_s, limit),
+            )
+            return [Delivery(*row) for row in cur.fetchall()]
+
+    def resent(self, ids: Sequence[str]) -> None:
+        now = time.time()
+        with self._tx() as cur:
+            for nid in ids:
+                cur.execute(
+                    "UPDATE caseboard_deliveries SET sent_at = %s, sends = sends + 1 "
+                    "WHERE notification_id = %s",
+                    (now, nid),
+                )
+
+    # -- the consumers --------------------------------------------------------------------------------
+
+    def begin(self, consumer: str, notification_id: str) -> Begun:
+        """Counts an attempt, committed before the work; a processed notification is a duplicate."""
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO caseboard_processed (consumer, notification_id, attempts) VALUES (%s, %s, 1) "
+                "ON CONFLICT (consumer, notification_id) "
+                "DO UPDATE SET attempts = caseboard_processed.attempts + 1 "
+                "WHERE caseboard_processed.processed_at IS NULL",
+                (consumer, notification_id),
+            )
+            if cur.rowcount == 0:
+                self._duplicate(cur, consumer)
+                return Begun(True, 0)
+            cur.execute(
+                "SELECT attempts FROM caseboard_processed WHERE consumer = %s AND notification_id = %s",
+                (consumer, notification_id),
+            )
+            return Begun(False, int(cur.fetchone()[0]))
+
+    def finish(self, consumer: str, notification_id: str, views: dict[str, int] | None = None) -> bool:
+        """Marks the notification processed together with the consumer's own effect (its views).
+
+        False when another delivery of the same notification finished first: nothing is written."""
+        with self._tx() as cur:
+            cur.execute(
+                "UPDATE caseboard_processed SET processed_at = %s "
+                "WHERE consumer = %s AND notification_id = %s AND processed_at IS NULL",
+                (time.time(), consumer, notification_id),
+            )
+            if cur.rowcount == 0:
+                self._duplicate(cur, consumer)
+                return False
+            for workspace_id, version in (views or {}).items():
+                cur.execute(
+                    "INSERT INTO caseboard_consumer_views (consumer, workspace_id, version) "
+                    "VALUES (%s, %s, %s) "
+                    "ON CONFLICT (consumer, workspace_id) DO UPDATE SET version = excluded.version "
+                    "WHERE excluded.version > caseboard_consumer_views.version",
+                    (consumer, workspace_id, version),
+                )
+        return True
+
+    def view_version(self, consumer: str, workspace_id: str) -> int:
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT version FROM caseboard_consumer_views WHERE consumer = %s AND workspace_id = %s",
+                (consumer, workspace_id),
+            )
+            row = cur.fetchone()
+        return int(row[0]) if row else 0
+
+    def _duplicate(self, cur: Any, consumer: str) -> None:
+        cur.execute(
+            "INSERT INTO caseboard_consumer_stats (consumer, duplicates) VALUES (%s, 1) "
+            "ON CONFLICT (consumer) DO UPDATE SET duplicates = caseboard_consumer_stats.duplicates + 1",
+            (consumer,),
+        )
+
+    # -- reporting ------------------------------------------------------------------------------------
+
+    def status(self, name: str) -> dict[str, Any]:
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT tx, nid, delivered FROM caseboard_dispatch_positions WHERE name = %s", (name,)
+            )
+            row = cur.fetchone()
+            cur.execute("SELECT coalesce(sum(duplicates), 0) FROM caseboard_consumer_stats")
+            duplicates = int(cur.fetchone()[0])
+            cur.execute("SELECT count(*) FROM caseboard_processed WHERE processed_at IS NOT NULL")
+            processed = int(cur.fetchone()[0])
+            cur.execute(
+                "SELECT count(*) FROM caseboard_deliveries d WHERE NOT EXISTS "
+                "(SELECT 1 FROM caseboard_processed p WHERE p.consumer = d.queue "
+                "AND p.notification_id = d.notification_id AND p.processed_at IS NOT NULL)"
+            )
+            unprocessed = int(cur.fetchone()[0])
+        return {
+            "position": [int(row[0]), int(row[1])] if row else [0, 0],
+            "delivered": int(row[2]) if row else 0,
+            "processed": processed,
+            "unprocessed": unprocessed,
+            "duplicates_absorbed": duplicates,
+        }
+
+    def processed_ids(self) -> list[tuple[str, str, int]]:
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT consumer, notification_id, attempts FROM caseboard_processed "
+                "WHERE processed_at IS NOT NULL ORDER BY consumer, notification_id"
+            )
+            return [(str(c), str(n), int(a)) for c, n, a in cur.fetchall()]
+
+
+class _SqliteCursor:
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._cursor.execute(sql.replace("%s", "?").replace("DOUBLE PRECISION", "REAL"), params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._cursor.executemany(sql.replace("%s", "?"), rows)
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()

@@ -1,0 +1,82 @@
+"""Waking the dispatcher: a NOTIFY sent after each commit, outside its transaction, and a LISTEN that waits.
+
+A NOTIFY inside the commit transaction would take PostgreSQL's database-wide notification lock at commit
+and serialize every writer. ``CommitNotifier`` is instead a thread with its own connection: the writer only
+sets an event (no round trip on its critical path) and the thread sends one NOTIFY for however many
+commits happened meanwhile. A lost wake-up only delays: the dispatcher polls as a fallback
+(docs/adr/0012-wakeups-after-commit.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from urllib.parse import parse_qs, urlparse
+
+import psycopg
+import structlog
+from psycopg.sql import SQL, Identifier
+
+log = structlog.get_logger("caseboard.dispatcher")
+
+
+def channel_for(url: str) -> str:
+    schema = parse_qs(urlparse(url).query).get("schema", ["public"])[0]
+    return f"caseboard_commits_{schema}"[:63]
+
+
+def _conninfo(url: str) -> str:
+    return urlparse(url)._replace(query="").geturl()
+
+
+class CommitNotifier:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.channel = channel_for(url)
+        self._wanted = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="caseboard-commit-notifier", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wanted.set()
+
+    def close(self) -> None:
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        statement = SQL("NOTIFY {}").format(Identifier(self.channel))
+        conn: psycopg.Connection[tuple[object, ...]] | None = None
+        while True:
+            self._wanted.wait()
+            if self._stopping:
+                break
+            self._wanted.clear()
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(_conninfo(self.url), autocommit=True, connect_timeout=5)
+                conn.execute(statement)
+            except psycopg.Error as error:
+                log.warning("commit_notify_failed", error=str(error))
+                conn = None
+        if conn is not None:
+            conn.close()
+
+
+class CommitListener:
+    """Blocks until a commit is announced or ``timeout`` passes (the fallback poll)."""
+
+    def __init__(self, url: str) -> None:
+        self.channel = channel_for(url)
+        self.conn = psycopg.connect(_conninfo(url), autocommit=True, connect_timeout=5)
+        self.conn.execute(SQL("LISTEN {}").format(Identifier(self.channel)))
+
+    def wait(self, timeout: float) -> bool:
+        woke = False
+        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
+            woke = True
+        return woke
+
+    def close(self) -> None:
+        self.conn.close()

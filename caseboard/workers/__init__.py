@@ -1,0 +1,1 @@
+"""Participants at work: runtime, controller and lease sweeper, scripted participants, consumer host."""

@@ -1,0 +1,235 @@
+"""The controller: plain rules over the projection decide who acts next, within the cycle budget.
+
+``decide_next`` is pure. Its rules, in order:
+1. a workspace that is not ``investigating`` gets nothing;
+2. a participant scheduled in the last cycle that has not contributed yet (and is within its turn timeout)
+   is waited for;
+3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
+   no cycle yet; the verifier when a claim awaits checking and a completed check exists; the
+   specialists of each request kind with requests opened since the last cycle;
+4. somebody wanted and cycles left: a ``cycle`` item naming them; no cycles left: ``budget_exhausted``
+   with a handoff naming what is unresolved;
+5. nobody wanted and no work pending: ``human_review_required`` when every selected claim is confirmed
+   (a conclusion is the operator's), otherwise ``evidence_incomplete`` with the same kind of handoff.
+The lease sweeper (``expired_claims``) reclaims claims whose lease lapsed: the request returns to
+``awaiting_result`` and the late holder is fenced by the raised generation.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from caseboard.dispatcher.notification import Notification
+from caseboard.domain.commit import Commit
+from caseboard.domain.items import Role
+from caseboard.ledger.base import Ledger
+from caseboard.workers.runtime import View
+from caseboard.workers.scripted import specialist_principal
+
+log = structlog.get_logger("caseboard.controller")
+
+UNVERIFIED = ("proposed", "supported", "challenged")
+
+
+@dataclass
+class CycleMemory:
+    """What the ledger says about the last cycle: when, whom it scheduled, who contributed since."""
+
+    version: int = 0
+    at: datetime | None = None
+    scheduled: tuple[str, ...] = ()
+    contributed: set[str] = field(default_factory=set)
+    requested: set[str] = field(default_factory=set)
+    """Work requested (or reclaimed back) since the last cycle."""
+    seen: int = 0
+
+    def fold(self, commit: Commit) -> None:
+        for item in commit.items:
+            if item.type == "cycle":
+                self.version, self.at, self.scheduled = commit.version, commit.at, item.scheduled
+                self.contributed, self.requested = set(), set()
+            elif item.type in ("work_request", "work_reclaim"):
+                self.requested.add(item.request_id)
+        if commit.version > self.version:
+            self.contributed.add(commit.author.principal)
+        self.seen = commit.version
+
+
+@dataclass(frozen=True)
+class ControllerDecision:
+    action: str  # "cycle", "status", "wait", "none"
+    reason: str
+    items: tuple[dict[str, Any], ...] = ()
+    scheduled: tuple[str, ...] = ()
+
+
+def unresolved(view: View) -> list[str]:
+    out = [f"hypothesis {h['id']} is {h['status']}" for h in view["hypotheses"] if h["status"] in UNVERIFIED]
+    out += [f"question {q['id']} is open" for q in view["questions"] if q["status"] == "open"]
+    out += [f"work {w['request_id']} is {w['status']}" for w in view["pending_work"]]
+    out += [
+        f"proposal {p['id']} requires revalidation"
+        for p in view["proposals"]
+        if p["status"] == "requires_revalidation"
+    ]
+    return out
+
+
+def decide_next(
+    view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0
+) -> ControllerDecision:
+    if view["status"] != "investigating":
+        return ControllerDecision("none", f"the workspace is {view['status']}")
+    waiting = [p for p in memory.scheduled if p not in memory.contributed]
+    if waiting and memory.at is not None and (now - memory.at).total_seconds() < turn_timeout_s:
+        return ControllerDecision("wait", f"cycle {view['cycles_used']}: waiting for {', '.join(waiting)}")
+    wanted: list[str] = []
+    new_evidence = [o["id"] for o in view["observations"] if o["recorded_at_version"] > memory.version]
+    flagged = [p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"]
+    if new_evidence or flagged or memory.version == 0:
+        wanted.append("planner-1")
+    checks = [w for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
+    if checks and any(h["status"] in ("supported", "challenged") for h in view["hypotheses"]):
+        wanted.append("verifier-1")
+    for work in view["work"]:
+        principal = specialist_principal(work["kind"])
+        if (
+            work["status"] == "awaiting_result"
+            and work["request_id"] in memory.requested
+            and principal not in wanted
+        ):
+            wanted.append(principal)
+    open_points = unresolved(view)
+    if new_evidence:
+        open_points.append(f"evidence not yet weighed by the planner: {', '.join(new_evidence)}")
+    if not any(h["status"] == "confirmed" for h in view["hypotheses"]):
+        open_points.append(f"no confirmed explanation for the goal ({view['goal']})")
+    handoff = "; ".join(open_points) or "nothing is unresolved"
+    if wanted:
+        used, budget = view["cycles_used"], view["runtime_limits"]["max_investigation_cycles"]
+        if used >= budget:
+            return ControllerDecision(
+                "status",
+                f"all {budget} cycles are used",
+                (
+                    {
+                        "type": "status",
+                        "to": "budget_exhausted",
+                        "reason": f"all {budget} investigation cycles are used; "
+                        f"still wanted: {', '.join(wanted)}",
+                        "handoff": f"Unresolved: {handoff}",
+                    },
+                ),
+            )
+        return ControllerDecision(
+            "cycle",
+            f"scheduling {', '.join(wanted)}",
+            ({"type": "cycle", "number": used + 1, "scheduled": wanted},),
+            tuple(wanted),
+        )
+    if view["pending_work"]:
+        return ControllerDecision(
+            "wait", "work is in progress: " + ", ".join(w["request_id"] for w in view["pending_work"])
+        )
+    selected = view["selected_items"]["hypotheses"]
+    if selected and all(h["status"] == "confirmed" for h in selected):
+        return ControllerDecision(
+            "status",
+            "every selected claim is confirmed",
+            (
+                {
+                    "type": "status",
+                    "to": "human_review_required",
+                    "reason": "every selected claim is confirmed; a conclusion is the operator's",
+                    "handoff": f"Confirmed: {', '.join(h['id'] for h in selected)}. Unresolved: {handoff}",
+                },
+            ),
+        )
+    return ControllerDecision(
+        "status",
+        "nobody can make progress",
+        (
+            {
+                "type": "status",
+                "to": "evidence_incomplete",
+                "reason": "no participant has anything left to do",
+                "handoff": f"Unresolved: {handoff}",
+            },
+        ),
+    )
+
+
+def expired_claims(view: View, now: datetime) -> list[dict[str, Any]]:
+    """``work_reclaim`` items for every claim whose lease lapsed before ``now``."""
+    items = []
+    for work in view["work"]:
+        expires = work.get("lease_expires_at")
+        if work["status"] == "claimed" and expires and datetime.fromisoformat(expires) <= now:
+            items.append(
+                {
+                    "type": "work_reclaim",
+                    "request_id": work["request_id"],
+                    "reason": f"lease of {work['holder']} (generation {work['generation']}) "
+                    f"expired at {expires}",
+                }
+            )
+    return items
+
+
+class Controller:
+    """The controller as a participant: acts on snapshot notices and on its own ticks."""
+
+    principal = "controller"
+    role = Role.CONTROLLER
+
+    def __init__(self, ledger: Ledger, *, clock: Any, turn_timeout_s: float = 60.0) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        self.turn_timeout_s = turn_timeout_s
+        self.memories: dict[str, CycleMemory] = {}
+        self.last: dict[str, tuple[int, str, str]] = {}
+        self._lock = threading.Lock()
+
+    def memory(self, workspace_id: str, version: int) -> CycleMemory:
+        """The cycle memory as of ``version`` (the view's): never ahead of what the rules look at."""
+        with self._lock:
+            memory = self.memories.get(workspace_id)
+            if memory is None or memory.seen > version:
+                memory = CycleMemory()
+            for commit in self.ledger.iter_commits(workspace_id, after=memory.seen, upto=version):
+                memory.fold(commit)
+            self.memories[workspace_id] = memory
+            return copy.deepcopy(memory)
+
+    def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
+        now = self.clock()
+        reclaims = expired_claims(view, now)
+        if reclaims:
+            log.info(
+                "controller_decision",
+                workspace_id=view["workspace_id"],
+                workspace_version=view["workspace_version"],
+                action="reclaim",
+                requests=[r["request_id"] for r in reclaims],
+            )
+            return reclaims
+        memory = self.memory(view["workspace_id"], view["workspace_version"])
+        decision = decide_next(view, memory, now, self.turn_timeout_s)
+        key = (view["workspace_version"], decision.action, decision.reason)
+        repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once
+        self.last[view["workspace_id"]] = key
+        (log.debug if repeated else log.info)(
+            "controller_decision",
+            workspace_id=view["workspace_id"],
+            workspace_version=view["workspace_version"],
+            action=decision.action,
+            reason=decision.reason,
+            scheduled=list(decision.scheduled),
+        )
+        return list(decision.items) or None

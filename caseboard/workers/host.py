@@ -1,0 +1,156 @@
+"""The consumer side: each delivered notification is processed at most once per consumer, duplicates counted.
+
+    begin   count the attempt, committed before any work (a crash mid-message still counts);
+            a notification this consumer already processed is a duplicate: counted and dropped
+    effect  the participant's contribution (idempotent in the ledger by its key), or, for snapshot and
+            history consumers, taking in the announced version; a snapshot notice older than what the
+            consumer already took in is a no-op
+    finish  mark it processed in the same transaction as the consumer's own effect
+
+Redeliveries after a crash are not dramatiq retries, so the attempt budget lives in the database.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from caseboard.coordinator.service import Coordinator
+from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.workers.controller import Controller
+from caseboard.workers.runtime import ContributionRefused, Participant, RetryBudgetSpent, act
+
+log = structlog.get_logger("caseboard.workers")
+
+HOOK_ENV = "CASEBOARD_WORKER_TEST_HOOK"
+"""Fault-injection for tests: ``pause-after-effect:QUEUE`` blocks after the effect, before ``finish``."""
+
+DEFAULT_KINDS = (
+    "log_query",
+    "change_calendar",
+    "metrics_query",
+    "deploy_history",
+    "dependency_health",
+    "certificate_check",
+)
+FIXED_QUEUES = (
+    "caseboard.planner",
+    "caseboard.verifier",
+    "caseboard.reporter",
+    "caseboard.snapshot",
+    "caseboard.history",
+)
+
+
+class ConsumerHost:
+    def __init__(
+        self,
+        store: DispatchStore,
+        coordinator: Coordinator | None,
+        participants: Mapping[str, Participant],
+        controller: Controller | None = None,
+        *,
+        kinds: tuple[str, ...] = DEFAULT_KINDS,
+        max_attempts: int = 5,
+    ) -> None:
+        self.store = store
+        self.coordinator = coordinator
+        self.participants = dict(participants)
+        self.controller = controller
+        self.kinds = kinds
+        self.max_attempts = max_attempts
+        self.workspaces: set[str] = set()
+        self._guard = threading.Lock()
+
+    @property
+    def passive(self) -> bool:
+        return self.coordinator is None
+
+    def queues(self) -> list[str]:
+        return [*FIXED_QUEUES, *(specialist_queue(kind) for kind in self.kinds)]
+
+    def handle(self, body: dict[str, Any]) -> None:
+        notification = Notification.model_validate(body)
+        consumer = notification.queue
+        begun = self.store.begin(consumer, notification.id)
+        if begun.duplicate:
+            log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
+            return
+        if begun.attempts > self.max_attempts:
+            log.error(
+                "notification_abandoned",
+                consumer=consumer,
+                notification_id=notification.id,
+                attempts=begun.attempts,
+            )
+            self.store.finish(consumer, notification.id)
+            return
+        views: dict[str, int] = {}
+        if notification.audience in ("snapshot", "history"):
+            taken = self.store.view_version(consumer, notification.workspace_id)
+            if notification.audience == "snapshot" and taken >= notification.workspace_version:
+                log.info(
+                    "notification_stale", consumer=consumer, notification_id=notification.id, taken=taken
+                )
+            else:
+                views[notification.workspace_id] = notification.workspace_version
+                if notification.audience == "snapshot":
+                    self._effect(notification, self.controller)
+        else:
+            self._effect(notification, self._participant(notification))
+        if os.environ.get(HOOK_ENV) == f"pause-after-effect:{consumer}":
+            log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
+            threading.Event().wait()
+        if self.store.finish(consumer, notification.id, views):
+            log.info(
+                "notification_processed",
+                consumer=consumer,
+                notification_id=notification.id,
+                attempts=begun.attempts,
+            )
+        else:
+            log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
+
+    def tick(self) -> None:
+        """The controller's own clock: re-decide every known workspace (turn timeouts, lapsed leases)."""
+        if self.controller is None or self.coordinator is None:
+            return
+        with self._guard:
+            known = sorted(self.workspaces)
+        for workspace_id in known:
+            version = self.coordinator.ledger.head(workspace_id)
+            tick = Notification(
+                id=notification_id(workspace_id, version, "tick"),
+                kind="snapshot_changed",
+                audience="snapshot",
+                workspace_id=workspace_id,
+                workspace_version=version,
+            )
+            self._effect(tick, self.controller)
+
+    def _participant(self, notification: Notification) -> Participant | None:
+        if notification.audience == "specialist":
+            return self.participants.get(f"specialist:{notification.request_kind}")
+        if notification.audience == "planner" and notification.kind == "turn":
+            return self.participants.get(notification.principal or "") or self.participants.get("planner")
+        return self.participants.get(notification.audience)
+
+    def _effect(self, notification: Notification, participant: Participant | None) -> None:
+        with self._guard:
+            self.workspaces.add(notification.workspace_id)
+        if participant is None or self.coordinator is None:
+            return
+        try:
+            act(self.coordinator, participant, notification)
+        except (RetryBudgetSpent, ContributionRefused) as terminal:
+            log.warning(
+                "participant_gave_up",
+                principal=participant.principal,
+                notification_id=notification.id,
+                error=str(terminal),
+            )

@@ -1,0 +1,78 @@
+"""Wiring the live loop from an app: the consumer host, the dramatiq worker that feeds it, the dispatcher.
+
+Used by ``caseboard worker`` / ``caseboard dispatch`` (separate processes, Redis) and by ``caseboard demo
+--live`` (one process, the in-process broker). Brokers are built here from settings and passed down.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import dramatiq
+
+from caseboard.app import App
+from caseboard.dispatcher.broker import BrokerConfig, declare_consumer, make_broker
+from caseboard.dispatcher.follower import DispatchConfig, Dispatcher
+from caseboard.dispatcher.outbox import open_outbox
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.dispatcher.wakeup import CommitListener
+from caseboard.workers.controller import Controller
+from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
+from caseboard.workers.scripted import scripted_participants
+
+PREFETCH = 100
+WORKER_TIMEOUT_MS = 10
+"""The longest an idle consumer sleeps between fetches (dramatiq's worker_timeout; ADR 0012)."""
+
+
+def broker_for(app: App, *, in_process: bool = False, heartbeat_ms: int | None = None) -> dramatiq.Broker:
+    settings = app.settings
+    return make_broker(
+        BrokerConfig(
+            url=None if in_process else settings.redis_url,
+            namespace=settings.redis_namespace,
+            heartbeat_ms=heartbeat_ms or settings.heartbeat_ms,
+            maintenance_chance=1000 if (heartbeat_ms or settings.heartbeat_ms) >= 60_000 else 200_000,
+        )
+    )
+
+
+def build_host(
+    app: App,
+    store: DispatchStore,
+    *,
+    passive: bool = False,
+    kinds: tuple[str, ...] = DEFAULT_KINDS,
+    turn_timeout_s: float = 60.0,
+) -> ConsumerHost:
+    if passive:
+        return ConsumerHost(store, None, {}, kinds=kinds)
+    controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+    return ConsumerHost(store, app.coordinator(), scripted_participants(kinds), controller, kinds=kinds)
+
+
+def start_worker(
+    broker: dramatiq.Broker, host: ConsumerHost, threads: int = 2, poll_ms: int = WORKER_TIMEOUT_MS
+) -> dramatiq.Worker:
+    for queue in host.queues():
+        declare_consumer(broker, queue, host.handle)
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
+    worker.queue_prefetch = PREFETCH
+    worker.start()
+    return worker
+
+
+def build_dispatcher(
+    app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig
+) -> Dispatcher:
+    return Dispatcher(open_outbox(app.ledger), store, broker, app.workspaces, config)
+
+
+def waiter(app: App, stop: threading.Event) -> tuple[Callable[[float], object], Callable[[], None]]:
+    """How the dispatcher waits between passes: LISTEN on PostgreSQL, the stop event's timeout otherwise."""
+    if app.database_url.startswith(("postgresql", "postgres")):
+        listener = CommitListener(app.database_url)
+        return listener.wait, listener.close
+    return stop.wait, lambda: None

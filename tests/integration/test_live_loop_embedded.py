@@ -1,0 +1,51 @@
+"""The whole loop in one process on the embedded ledger (SQLite, in-process broker)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from caseboard.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()  # main() logged to a captured stream that pytest closes
+
+
+def live(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cycles: int
+) -> tuple[int, str, dict[str, object]]:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    code = main(["--database-url", url, "demo", "--live", "--cycles", str(cycles), "--timeout", "40"])
+    out = capsys.readouterr().out
+    assert main(["--database-url", url, "show", "incident-043"]) == 0
+    return code, out, json.loads(capsys.readouterr().out)
+
+
+def test_scripted_participants_carry_an_investigation_to_the_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, projection = live(tmp_path, capsys, cycles=6)
+    assert code == 0
+    assert projection["status"] == "human_review_required"
+    assert [h["status"] for h in projection["hypotheses"]] == ["confirmed"]
+    assert projection["cycles_used"] <= 6
+    assert '"duplicates_absorbed": 0' in out
+    assert '"unprocessed": 0' in out
+
+
+def test_a_run_that_exhausts_its_budget_ends_budget_exhausted_with_a_handoff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, projection = live(tmp_path, capsys, cycles=2)
+    assert code == 0
+    assert projection["status"] == "budget_exhausted"
+    assert projection["cycles_used"] == 2
+    assert projection["status_detail"]["handoff"].startswith("Unresolved: ")
+    assert "Handoff: Unresolved: " in out

@@ -1,0 +1,96 @@
+"""Consumers on dramatiq's StubBroker: each notification processed once, duplicates absorbed and counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dramatiq
+import pytest
+from dramatiq.brokers.stub import StubBroker
+
+from caseboard.dispatcher.broker import declare_consumer, message_for
+from caseboard.dispatcher.notification import Notification
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.workers.host import ConsumerHost
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[DispatchStore]:
+    store = DispatchStore(f"sqlite:///{tmp_path}/ledger.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def broker() -> Iterator[StubBroker]:
+    broker = StubBroker()
+    broker.emit_after("process_boot")
+    yield broker
+    broker.close()
+
+
+def run(broker: StubBroker, host: ConsumerHost, notifications: list[Notification]) -> None:
+    for queue in host.queues():
+        declare_consumer(broker, queue, host.handle)
+    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=50)
+    worker.start()
+    try:
+        for notification in notifications:
+            broker.enqueue(message_for(notification))
+        broker.join("caseboard.history", fail_fast=True)
+        broker.join("caseboard.snapshot", fail_fast=True)
+        worker.join()
+    finally:
+        worker.stop()
+
+
+def history(version: int) -> Notification:
+    return Notification(
+        id=f"ws-u@{version}/commit",
+        kind="commit",
+        audience="history",
+        workspace_id="ws-u",
+        workspace_version=version,
+    )
+
+
+def snapshot(version: int) -> Notification:
+    return Notification(
+        id=f"ws-u@{version}/snapshot_changed",
+        kind="snapshot_changed",
+        audience="snapshot",
+        workspace_id="ws-u",
+        workspace_version=version,
+    )
+
+
+def test_a_redelivered_notification_is_absorbed_and_counted(store: DispatchStore, broker: StubBroker) -> None:
+    host = ConsumerHost(store, None, {})
+    run(broker, host, [history(1), history(2), history(1), history(2), history(2)])
+    assert [(c, n) for c, n, _ in store.processed_ids()] == [
+        ("caseboard.history", "ws-u@1/commit"),
+        ("caseboard.history", "ws-u@2/commit"),
+    ]
+    assert store.status("dispatcher")["duplicates_absorbed"] == 3
+    assert store.view_version("caseboard.history", "ws-u") == 2
+
+
+def test_a_snapshot_notice_older_than_what_was_taken_in_is_a_no_op(
+    store: DispatchStore, broker: StubBroker
+) -> None:
+    host = ConsumerHost(store, None, {})
+    run(broker, host, [snapshot(5)])
+    run(broker, host, [snapshot(3)])
+    assert store.view_version("caseboard.snapshot", "ws-u") == 5
+    assert store.status("dispatcher")["duplicates_absorbed"] == 0
+
+
+def test_attempts_are_counted_before_the_work_and_a_processed_id_is_final(store: DispatchStore) -> None:
+    assert store.begin("c", "n-1").attempts == 1
+    assert store.begin("c", "n-1").attempts == 2  # a crash before finishing: the next delivery is attempt 2
+    assert store.finish("c", "n-1", {"ws": 3}) is True
+    assert store.finish("c", "n-1", {"ws": 4}) is False
+    assert store.begin("c", "n-1").duplicate is True
+    assert store.view_version("c", "ws") == 3
+    assert store.status("dispatcher")["duplicates_absorbed"] == 2

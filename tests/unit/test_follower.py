@@ -1,0 +1,58 @@
+"""The dispatcher's position advances only past what the broker accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from dramatiq.brokers.stub import StubBroker
+
+from caseboard.coordinator import Coordinator
+from caseboard.dispatcher.broker import BrokerUnavailable
+from caseboard.dispatcher.follower import DispatchConfig, Dispatcher
+from caseboard.dispatcher.outbox import open_outbox
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.ledger import open_ledger
+from caseboard.projections import Workspaces
+from tests.conftest import play, scenario_lines
+
+
+class FlakyBroker(StubBroker):
+    """Refuses the ``fail_at``-th message, as a Redis going away mid-batch would."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self.accepted = 0
+
+    def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+        if self.accepted + 1 == self.fail_at:
+            self.fail_at = 0
+            raise redis.ConnectionError("Connection refused")
+        self.accepted += 1
+        return super().enqueue(message, delay=delay)
+
+
+def test_a_broker_failure_mid_batch_keeps_the_position_and_the_next_pass_resends(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    play(Coordinator(ledger, trust_timestamps=True), scenario_lines())
+    store = DispatchStore(url)
+    broker = FlakyBroker(fail_at=10)
+    dispatcher = Dispatcher(open_outbox(ledger), store, broker, Workspaces(ledger), DispatchConfig())
+    try:
+        with pytest.raises(BrokerUnavailable):
+            dispatcher.pass_once()
+        assert store.position("dispatcher") == (0, 0)
+        assert store.status("dispatcher")["delivered"] == 0
+        assert dispatcher.pass_once() == 20
+        assert store.position("dispatcher") == (0, 20)
+        delivered = store.status("dispatcher")["delivered"]
+        assert delivered == broker.accepted - 9  # the nine sent before the failure are sent again
+        assert dispatcher.pass_once() == 0
+    finally:
+        store.close()
+        broker.close()
+        ledger.close()
