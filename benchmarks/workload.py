@@ -102,27 +102,25 @@ def create_raw_table(postgres_url: str, schema: str) -> None:
 class RawWriter:
     """Single-row autocommit INSERTs on one connection: the baseline a commit is compared with."""
 
-    def __init__(self, conn: psycopg.Connection[Any], schema: str, payload: bytes) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], postgres_url: str, schema: str, payload: bytes) -> None:
         self.conn = conn
+        self.postgres_url = postgres_url
+        self.schema = schema
         self.payload = payload
         self.sql = (
             f'INSERT INTO "{schema}".{RAW_TABLE} (originator_id, originator_version, topic, state) '
             "VALUES (%s, %s, %s, %s)"
         )
 
-    def insert(self, originator_id: str, count: int) -> None:
-        for version in range(1, count + 1):
+    def insert(self, originator_id: str, count: int, first: int = 1) -> None:
+        for version in range(first, first + count):
             self.conn.execute(self.sql, (originator_id, version, COMMIT_TOPIC, self.payload), prepare=True)
 
 
 @contextmanager
 def raw_writer(postgres_url: str, schema: str, payload: bytes) -> Iterator[RawWriter]:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        yield RawWriter(conn, schema, payload)
-
-
-def rate(count: int, started: float, ended: float) -> float:
-    return count / (ended - started)
+        yield RawWriter(conn, postgres_url, schema, payload)
 
 
 def clock() -> float:

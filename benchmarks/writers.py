@@ -1,8 +1,9 @@
 """Several writers at once, each a separate OS process ("spawn") with its own ledger and coordinator.
 
-Every round has two phases released by a barrier: raw INSERTs, then commits through the coordinator, each
-writer on its own workspace. A phase's rate is all its commits over the time from the first writer's start
-to the last writer's end.
+Every round has three phases, separated by a barrier: one raw writer alone (the baseline, in the parent
+process), then every writer inserting raw rows, then every writer committing through its coordinator, each
+on its own workspace. A phase's rate is all its commits over the time from the first writer's start to the
+last writer's end.
 
 Writers open their ledger one at a time: opening runs eventsourcing's ``CREATE OR REPLACE FUNCTION``, which
 fails with "tuple concurrently updated" when two processes run it at the same moment.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +52,7 @@ class Failed:
 
 @dataclass(frozen=True)
 class RoundRates:
+    alone: float  # one raw writer (this process), just before the others start
     raw: float
     commit: float
 
@@ -77,59 +80,79 @@ def _write(
     index: int, coordinator: Coordinator, raw: RawWriter, per_writer: int, rounds: int,
     barrier: Any, results: Any,
 ) -> None:  # fmt: skip
-    for number in range(rounds):
-        workspace_id = f"ws-writer{index}-round{number}"
+    workspaces = [f"ws-writer{index}-round{number}" for number in range(rounds)]
+    for workspace_id in workspaces:
         accept(coordinator, open_workspace(workspace_id))
-        contributions = observations(workspace_id, 1, per_writer)
+    contributions = [observations(workspace_id, 1, per_writer) for workspace_id in workspaces]
+    barrier.wait()  # ready
+    for number in range(rounds):
         barrier.wait()
         started = clock()
         raw.insert(f"raw-writer{index}-round{number}", per_writer)
         results.put(Phase("raw", number, started, clock(), per_writer))
         barrier.wait()
         started = clock()
-        submit_all(coordinator, contributions)
+        submit_all(coordinator, contributions[number])
         results.put(Phase("commit", number, started, clock(), per_writer))
+        barrier.wait()
 
 
 def run_writers(
-    postgres_url: str, ledger_url: str, payload: bytes, *, writers: int, per_writer: int, rounds: int
+    ledger_url: str, alone: RawWriter, *, writers: int, per_writer: int, rounds: int
 ) -> list[RoundRates]:
-    """Total commits/s of ``writers`` processes, raw and through the coordinator, per round."""
+    """Per round: one raw writer alone (here, while the others wait), then ``writers`` processes inserting
+    raw rows, then the same processes committing through their coordinators."""
     context = multiprocessing.get_context("spawn")
-    opening, barrier, results = context.Lock(), context.Barrier(writers, timeout=TIMEOUT_S), context.Queue()
+    opening, results = context.Lock(), context.Queue()
+    barrier = context.Barrier(writers + 1, timeout=TIMEOUT_S)
+    common = (alone.postgres_url, ledger_url, alone.payload, per_writer, rounds, opening, barrier, results)
     processes = [
-        context.Process(
-            target=writer_process,
-            args=(index, postgres_url, ledger_url, payload, per_writer, rounds, opening, barrier, results),
-            name=f"bench-writer-{index}",
-        )
+        context.Process(target=writer_process, args=(index, *common), name=f"bench-writer-{index}")
         for index in range(writers)
     ]
     for process in processes:
         process.start()
-    phases: dict[tuple[str, int], list[Phase]] = defaultdict(list)
-    deadline = clock() + TIMEOUT_S
+    alone_rates: list[float] = []
     try:
-        received = 0
-        while received < 2 * writers * rounds:
-            try:
-                message = results.get(timeout=1.0)
-            except queue.Empty:
-                crashed = [p.name for p in processes if p.exitcode not in (None, 0)]
-                if crashed or clock() > deadline:
-                    raise RuntimeError(f"the writers did not finish (crashed: {crashed or 'none'})") from None
-                continue
-            if isinstance(message, Failed):
-                raise RuntimeError(f"writer {message.writer} failed: {message.error}")
-            phases[(message.kind, message.round)].append(message)
-            received += 1
+        barrier.wait()  # every writer has opened its workspaces and parsed its contributions
+        for number in range(rounds):
+            started = clock()
+            alone.insert(f"raw-alone-round{number}", writers * per_writer)
+            alone_rates.append(writers * per_writer / (clock() - started))
+            barrier.wait()  # raw rows
+            barrier.wait()  # commits
+            barrier.wait()  # round over
+        phases = _collect(results, processes, 2 * writers * rounds)
+    except threading.BrokenBarrierError:
+        _collect(results, processes, 1)  # raises with the failed writer's error
+        raise
     finally:
         for process in processes:
             process.join(timeout=10)
             if process.is_alive():
                 process.terminate()
                 process.join()
-    return [RoundRates(_rate(phases[("raw", n)]), _rate(phases[("commit", n)])) for n in range(rounds)]
+    return [RoundRates(rate, _rate(phases[("raw", n)]), _rate(phases[("commit", n)]))
+            for n, rate in enumerate(alone_rates)]  # fmt: skip
+
+
+def _collect(results: Any, processes: list[Any], count: int) -> dict[tuple[str, int], list[Phase]]:
+    phases: dict[tuple[str, int], list[Phase]] = defaultdict(list)
+    deadline = clock() + TIMEOUT_S
+    received = 0
+    while received < count:
+        try:
+            message = results.get(timeout=1.0)
+        except queue.Empty:
+            crashed = [p.name for p in processes if p.exitcode not in (None, 0)]
+            if crashed or clock() > deadline:
+                raise RuntimeError(f"the writers did not finish (crashed: {crashed or 'none'})") from None
+            continue
+        if isinstance(message, Failed):
+            raise RuntimeError(f"writer {message.writer} failed: {message.error}")
+        phases[(message.kind, message.round)].append(message)
+        received += 1
+    return phases
 
 
 def _rate(phases: list[Phase]) -> float:
