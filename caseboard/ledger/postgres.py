@@ -10,6 +10,10 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
   notification log orders by ``(tx, notification_id)`` and reads only rows whose ``tx`` is below the
   oldest transaction still running (``pg_snapshot_xmin``): every such row is final, so no row can later
   appear behind a reader's position (docs/adr/0002-ledger-on-eventsourcing.md).
+
+Snapshots go through ``SnapshotRecorder``, eventsourcing's aggregate recorder with a plain one-row INSERT:
+its own insert passes rows as an array of composite values in text form, which PostgreSQL parses slowly
+for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 ms for a plain INSERT).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.sql import SQL, Identifier
 
 
@@ -65,3 +69,22 @@ class LedgerRecorder(PostgresApplicationRecorder):
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         # Several commits in one transaction (imports): no table lock, ordering comes from ``tx``.
         super(PostgresApplicationRecorder, self)._insert_stored_events(curs, stored_events, **kwargs)
+
+
+class SnapshotRecorder(PostgresAggregateRecorder):
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "snapshots") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.insert_statement = SQL(
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "VALUES (%s, %s, %s, %s)"
+        ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name))
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        if len(stored_events) != 1:
+            inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            return inserted
+        event = stored_events[0]
+        with self.datastore.get_connection() as conn:
+            row = (event.originator_id, event.originator_version, event.topic, event.state)
+            conn.execute(self.insert_statement, row)
+        return None

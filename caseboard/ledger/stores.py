@@ -52,10 +52,10 @@ def _sqlite(url: str) -> EventsourcingLedger:
 
 def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
     import psycopg
-    from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
+    from eventsourcing.postgres import PostgresDatastore
     from psycopg.sql import SQL, Identifier
 
-    from caseboard.ledger.postgres import LedgerRecorder
+    from caseboard.ledger.postgres import LedgerRecorder, SnapshotRecorder
 
     parts = urlparse(url)
     query = parse_qs(parts.query)
@@ -75,7 +75,7 @@ def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
         originator_id_type="text", connect_timeout=5,
     )  # fmt: skip
     events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
-    snapshots = PostgresAggregateRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
+    snapshots = SnapshotRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
     try:
         events.create_table()
         snapshots.create_table()
