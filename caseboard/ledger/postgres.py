@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eventsourcing.persistence import StoredEvent
+import psycopg
+from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.sql import SQL, Identifier
 
@@ -53,16 +54,29 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if len(stored_events) != 1:
-            return super().insert_events(stored_events, **kwargs)
+            inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            return inserted
         event = stored_events[0]
-        with self.datastore.get_connection() as conn:
-            if self._append_sql is None:  # render once: a composed query would be rendered on every call
-                self._append_sql = self.append_statement.as_string(conn)
-            row = conn.execute(
-                self._append_sql,  # type: ignore[arg-type]
-                (event.originator_id, event.originator_version, event.topic, event.state),
-                prepare=True,
-            ).fetchone()
+        # The pool's connection without eventsourcing's get_connection() and the pool's connection() context
+        # managers: on an autocommit connection they add nothing to one statement but CPU on every commit.
+        pool = self.datastore.pool
+        try:
+            pool.open()
+            conn = pool.getconn()
+            try:
+                if self._append_sql is None:  # render once: a composed query would be rendered on every call
+                    self._append_sql = self.append_statement.as_string(conn)
+                row = conn.execute(
+                    self._append_sql,
+                    (event.originator_id, event.originator_version, event.topic, event.state),
+                    prepare=True,
+                ).fetchone()
+            finally:
+                pool.putconn(conn)
+        except psycopg.IntegrityError as error:
+            raise IntegrityError(str(error)) from error
+        except psycopg.Error as error:
+            raise PersistenceError(str(error)) from error
         assert row is not None
         return [row["notification_id"]]
 
