@@ -2,7 +2,9 @@
 
 ``decide`` reads the state, never writes it. It checks the envelope (workspace, idempotency, expected
 version, closed workspace), then each item in order on a fork of the state, so that an item may refer to
-what an earlier item of the same contribution created. It returns the ``Commit`` for version
+what an earlier item of the same contribution created. The fork is taken only when an item has to be
+applied for a later check: a contribution of one item (other than a proposal, whose recorded status is
+read after applying it) is checked on the state itself. It returns the ``Commit`` for version
 ``state.version + 1``, a ``Replayed`` outcome for an idempotent retry, or raises ``Refused``.
 """
 
@@ -68,7 +70,6 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
                     "an operator may reopen it (a 'reopen' item with an owner and a new budget)",
                     field=f"items[{index}]",
                 )
-    draft = state.fork()
     draft_commit = Commit(
         workspace_id=state.workspace_id,
         version=state.version + 1,
@@ -81,10 +82,15 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         decisions=(),
         previous_hash=state.head_hash,
     )
+    draft = state  # forked at the first item applied to it
     decisions: list[dict[str, Any]] = []
+    last = len(contribution.items) - 1
     for index, item in enumerate(contribution.items):
         decision = check_item(draft, contribution, item, f"items[{index}]", at)
-        apply_item(draft, draft_commit, item, decision)
+        if index < last or item.type == "proposal":  # what no later check reads need not be applied
+            if draft is state:
+                draft = state.fork()
+            apply_item(draft, draft_commit, item, decision)
         if item.type == "proposal":
             decision["recorded_status"] = proposal_status(draft, draft.proposals[item.id], at)
         suspicious = suspicious_text(item)

@@ -10,6 +10,10 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
   notification log orders by ``(tx, notification_id)`` and reads only rows whose ``tx`` is below the
   oldest transaction still running (``pg_snapshot_xmin``): every such row is final, so no row can later
   appear behind a reader's position (docs/adr/0002-ledger-on-eventsourcing.md).
+
+Snapshots go through ``SnapshotRecorder``, eventsourcing's aggregate recorder with a plain one-row INSERT:
+its own insert passes rows as an array of composite values in text form, which PostgreSQL parses slowly
+for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 ms for a plain INSERT).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from eventsourcing.persistence import StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+import psycopg
+from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.sql import SQL, Identifier
 
 
@@ -67,15 +72,27 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
-        with self.datastore.get_connection() as conn:
-            if self._append_sql is None:  # render once: a composed query would be rendered on every call
-                self._append_sql = self.append_statement.as_string(conn)
-            if len(rows) == 1:
-                row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()  # type: ignore[call-overload]
-                assert row is not None
-                notification_ids = [int(row["notification_id"])]
-            else:
-                notification_ids = self._append_many(conn, rows)
+        # The pool's connection without eventsourcing's get_connection() and the pool's connection() context
+        # managers: on an autocommit connection they add nothing to one statement but CPU on every commit.
+        pool = self.datastore.pool
+        try:
+            pool.open()
+            conn = pool.getconn()
+            try:
+                if self._append_sql is None:  # render once: a composed query would be rendered on every call
+                    self._append_sql = self.append_statement.as_string(conn)
+                if len(rows) == 1:
+                    row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()
+                    assert row is not None
+                    notification_ids = [int(row["notification_id"])]
+                else:
+                    notification_ids = self._append_many(conn, rows)
+            finally:
+                pool.putconn(conn)
+        except psycopg.IntegrityError as error:
+            raise IntegrityError(str(error)) from error
+        except psycopg.Error as error:
+            raise PersistenceError(str(error)) from error
         if self.after_append is not None:
             self.after_append()
         return notification_ids
@@ -92,3 +109,22 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 if not cursor.nextset():
                     break
         return ids
+
+
+class SnapshotRecorder(PostgresAggregateRecorder):
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "snapshots") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.insert_statement = SQL(
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "VALUES (%s, %s, %s, %s)"
+        ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name))
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        if len(stored_events) != 1:
+            inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            return inserted
+        event = stored_events[0]
+        with self.datastore.get_connection() as conn:
+            row = (event.originator_id, event.originator_version, event.topic, event.state)
+            conn.execute(self.insert_statement, row)
+        return None

@@ -97,9 +97,9 @@ def _tables_exist(conn: Any, schema: str) -> bool:
 def _postgres_recorders(
     conninfo: dict[str, Any], schema: str, pool_size: int, *, create: bool
 ) -> EventsourcingLedger:
-    from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
+    from eventsourcing.postgres import PostgresDatastore
 
-    from caseboard.ledger.postgres import LedgerRecorder
+    from caseboard.ledger.postgres import LedgerRecorder, SnapshotRecorder
 
     datastore = PostgresDatastore(
         **conninfo, schema=schema, pool_size=pool_size, max_overflow=pool_size * 2,
@@ -107,7 +107,7 @@ def _postgres_recorders(
     )  # fmt: skip
     try:
         events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
-        snapshots = PostgresAggregateRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
+        snapshots = SnapshotRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)
         if create:
             events.create_table()
             snapshots.create_table()

@@ -1,0 +1,35 @@
+"""``make bench`` runs end to end on PostgreSQL (tiny sizes): its last line is the JSON object of figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.postgres
+
+COMMIT_FIGURES = {
+    "commit_vs_raw_insert",
+    "commit_8_writers_vs_raw_insert",
+    "raw_8_writers_vs_raw_insert",
+    "commit_cost_10000_vs_100",
+    "commit_cost_10000_vs_100_mean",
+}
+
+
+def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgres_available: str) -> None:
+    env = {**os.environ, "CASEBOARD_BENCH_POSTGRES_URL": postgres_available}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--only", "commit"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert isinstance(figures, dict)
+    assert set(figures) == COMMIT_FIGURES
+    assert all(isinstance(value, float) and value > 0 for value in figures.values()), figures
