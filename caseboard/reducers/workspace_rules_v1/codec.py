@@ -1,9 +1,16 @@
-"""State to JSON and back, for snapshots. A snapshot is derived data: losing one costs a longer fold."""
+"""State to JSON and back, for snapshots. A snapshot is derived data: losing one costs a longer fold.
+
+Each record is stored as the list of its field values in field order; datetimes as ISO strings, tuples as
+lists. Which fields hold datetimes or tuples is read once from the record classes, so a dump or load of a
+large state does one pass over the values and no type checks.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.state import RECORDS, WorkspaceState
@@ -11,52 +18,67 @@ from caseboard.reducers.workspace_rules_v1.state import RECORDS, WorkspaceState
 SCALARS = tuple(
     f.name for f in dataclasses.fields(WorkspaceState) if f.name not in WorkspaceState.MAPPINGS
 )
+SCALAR_TIMES = frozenset(f.name for f in dataclasses.fields(WorkspaceState) if "datetime" in str(f.type))
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"$t": value.isoformat()}
-    if isinstance(value, tuple):
-        return [_encode(v) for v in value]
-    return value
+@dataclasses.dataclass(frozen=True)
+class RecordCodec:
+    record: type[Any]
+    values: Callable[[Any], tuple[Any, ...]]
+    times: tuple[int, ...]
+    tuples: tuple[int, ...]
+
+    @classmethod
+    def of(cls, record: type[Any]) -> RecordCodec:
+        fields = dataclasses.fields(record)
+        return cls(
+            record,
+            attrgetter(*(f.name for f in fields)),
+            tuple(i for i, f in enumerate(fields) if "datetime" in str(f.type)),
+            tuple(i for i, f in enumerate(fields) if str(f.type).startswith("tuple")),
+        )
+
+    def dump(self, rec: Any) -> list[Any]:
+        values = list(self.values(rec))
+        for i in self.times:
+            if values[i] is not None:
+                values[i] = values[i].isoformat()
+        return values
+
+    def load(self, values: list[Any]) -> Any:
+        for i in self.times:
+            if values[i] is not None:
+                values[i] = datetime.fromisoformat(values[i])
+        for i in self.tuples:
+            values[i] = tuple(values[i])
+        return self.record(*values)
 
 
-def _decode(value: Any, annotation: str) -> Any:
-    if isinstance(value, dict) and "$t" in value:
-        return datetime.fromisoformat(value["$t"])
-    if isinstance(value, list) and annotation.startswith("tuple"):
-        return tuple(value)
-    return value
+CODECS = {name: RecordCodec.of(record) for name, record in RECORDS.items()}
 
 
 def dump(state: WorkspaceState) -> dict[str, Any]:
-    data: dict[str, Any] = {name: _encode(getattr(state, name)) for name in SCALARS}
+    data: dict[str, Any] = {}
+    for name in SCALARS:
+        value = getattr(state, name)
+        data[name] = value.isoformat() if name in SCALAR_TIMES and value is not None else value
     for name in WorkspaceState.MAPPINGS:
         mapping = getattr(state, name)
-        if name in RECORDS:
-            data[name] = [
-                [key, [_encode(getattr(rec, f.name)) for f in dataclasses.fields(rec)]]
-                for key, rec in mapping.items()
-            ]
-        else:
-            data[name] = list(mapping.items())
+        codec = CODECS.get(name)
+        data[name] = (
+            [[key, codec.dump(rec)] for key, rec in mapping.items()] if codec else list(mapping.items())
+        )
     return data
 
 
 def load(data: dict[str, Any]) -> WorkspaceState:
-    state = WorkspaceState(**{name: _decode(data[name], "") for name in SCALARS})
+    scalars = {
+        name: datetime.fromisoformat(data[name]) if name in SCALAR_TIMES and data[name] is not None else data[name]
+        for name in SCALARS
+    }
+    state = WorkspaceState(**scalars)
     for name in WorkspaceState.MAPPINGS:
-        record = RECORDS.get(name)
-        if record is None:
-            setattr(state, name, dict(data[name]))
-            continue
-        fields = dataclasses.fields(record)
-        setattr(
-            state,
-            name,
-            {
-                key: record(*(_decode(v, str(f.type)) for v, f in zip(values, fields, strict=True)))
-                for key, values in data[name]
-            },
-        )
+        codec = CODECS.get(name)
+        pairs = data[name]
+        setattr(state, name, {key: codec.load(values) for key, values in pairs} if codec else dict(pairs))
     return state
