@@ -4,19 +4,21 @@ A commit holds inputs and recorded judgments only, never derived state. ``decisi
 in item order: what the coordinator decided at commit time (selection, a claim's generation and lease, an
 escalation), so that any reducer can fold the commit without deciding again.
 
-Commits form a hash chain: ``hash`` is the SHA-256 of the commit's canonical JSON without ``hash`` itself,
-and ``previous_hash`` is the hash of the commit before it (absent on version 1). Altering a stored commit
-breaks its own hash; re-sealing it breaks the next commit's ``previous_hash``.
+Commits form a hash chain: ``hash`` is the SHA-256 of the commit's JSON as stored, without its final
+``"hash"`` member (``{...,"previous_hash":"...","hash":"<hex>"}`` minus ``,"hash":"<hex>"``), and
+``previous_hash`` is the hash of the commit before it (absent on version 1). Altering a stored commit breaks
+its own hash; re-sealing it breaks the next commit's ``previous_hash``. A sealed commit keeps the exact bytes
+it is stored as, so the ledger does not serialize it a second time.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, PrivateAttr
 
 from caseboard.domain.contribution import Author, IdempotencyKey
 from caseboard.domain.items import Frozen, Id, Item
@@ -41,15 +43,32 @@ class Commit(Frozen):
     items: tuple[Item, ...]
     decisions: tuple[Decision, ...]
     previous_hash: str | None = None
-    hash: str | None = None
+    hash: str | None = None  # declared last: it is the last member of the stored JSON
+
+    _stored: bytes | None = PrivateAttr(default=None)
 
     def content_hash(self) -> str:
-        content = self.model_dump(mode="json", exclude_none=True, exclude={"hash"})
-        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return hashlib.sha256(self._body()).hexdigest()
 
     def sealed(self) -> Commit:
-        return self.model_copy(update={"hash": self.content_hash()})
+        body = self._body()
+        digest = hashlib.sha256(body).hexdigest()
+        sealed = self.model_copy(update={"hash": digest})
+        sealed._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        return sealed
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Commit:
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._stored = None  # the stored bytes were those of the original
+        return copy
+
+    def stored_json(self) -> bytes:
+        """The commit as the ledger stores it (compact JSON, absent fields left out)."""
+        return self._stored if self._stored is not None else self.model_dump_json(exclude_none=True).encode()
+
+    def _body(self) -> bytes:
+        return self.model_dump_json(exclude_none=True, exclude={"hash"}).encode()
 
     def outcome_items(self) -> list[dict[str, Any]]:
         """Each item with what the coordinator decided about it, as returned to the submitter."""

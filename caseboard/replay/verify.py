@@ -1,7 +1,7 @@
 """Verifying a recorded chain: every commit's hash, every link, and the order of versions.
 
 A chain is intact when, reading in order, the n-th record is version n of one workspace, its ``hash`` is
-the SHA-256 of its canonical content (``Commit.content_hash``), and its ``previous_hash`` is the hash of
+the SHA-256 of its stored JSON without its final ``hash`` member (``Commit.content_hash``), and its ``previous_hash`` is the hash of
 the record before it. The first record that fails is reported with what failed:
 
 - ``altered``: the content no longer matches its own hash (an UPDATE of a row, an edited line);

@@ -430,3 +430,22 @@ def test_the_hash_chain_links_every_commit_to_the_one_before(history: History) -
         assert commit.hash == commit.content_hash()
         assert commit.previous_hash == (previous.hash if previous else None)
         previous = commit
+
+
+def test_a_sealed_commit_is_stored_as_its_own_json_and_its_hash_covers_that_json_without_the_hash() -> None:
+    import hashlib
+
+    from caseboard.coordinator import Coordinator
+    from caseboard.ledger import open_ledger
+    from tests.conftest import play, scenario_lines
+
+    ledger = open_ledger("memory://")
+    play(Coordinator(ledger, trust_timestamps=True), scenario_lines())
+    for commit in ledger.read("incident-042"):
+        stored = commit.stored_json()
+        assert stored == commit.model_dump_json(exclude_none=True).encode()
+        suffix = b',"hash":"' + str(commit.hash).encode() + b'"}'
+        assert stored.endswith(suffix)
+        assert hashlib.sha256(stored[: -len(suffix)] + b"}").hexdigest() == commit.hash
+        moved = commit.model_copy(update={"version": commit.version + 1})
+        assert b'"version":%d' % (commit.version + 1) in moved.stored_json()
