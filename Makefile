@@ -42,8 +42,9 @@ test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against Pos
 test-unit: $(STAMP) ## the fast, pure tests only
 	$(BIN)/pytest -q tests/unit tests/golden
 
-lint: $(STAMP) ## ruff
-	$(BIN)/ruff check caseboard tests scripts
+lint: $(STAMP) ## ruff (lint and format check)
+	$(BIN)/ruff check caseboard tests scripts benchmarks
+	$(BIN)/ruff format --check caseboard tests scripts benchmarks
 
 typecheck: $(STAMP) ## mypy --strict with the pydantic plugin
 	$(BIN)/mypy

@@ -63,12 +63,15 @@ def run(ctx: BenchContext) -> dict[str, float]:
             coordinator = Coordinator(ledger)
             raw, commit = single_writer(ctx, coordinator, ledger_url, payload, sizes)
             with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as alone:
-                many = run_writers(ledger_url, alone, writers=sizes.writers, per_writer=sizes.per_writer,
-                                   rounds=ctx.rounds)  # fmt: skip
+                many = run_writers(
+                    ledger_url, alone, writers=sizes.writers, per_writer=sizes.per_writer, rounds=ctx.rounds
+                )
             for number, rates in enumerate(many, 1):
-                print(f"{sizes.writers} writers, round {number}: raw {rates.raw:7.0f}/s  coordinator "
-                      f"{rates.commit:7.0f}/s  (one raw writer alone {rates.alone:7.0f}/s: "
-                      f"{rates.commit / rates.alone:.2f})")  # fmt: skip
+                print(
+                    f"{sizes.writers} writers, round {number}: raw {rates.raw:7.0f}/s  coordinator "
+                    f"{rates.commit:7.0f}/s  (one raw writer alone {rates.alone:7.0f}/s: "
+                    f"{rates.commit / rates.alone:.2f})"
+                )
             median_ratio, mean_ratio = commit_cost(coordinator, sizes)
         finally:
             ledger.close()
@@ -113,8 +116,10 @@ def single_writer(
                 raw_s, commit_s = raw_s + middle - started, commit_s + clock() - middle
             raws.append(sizes.single / raw_s)
             commits.append(sizes.single / commit_s)
-            print(f"1 writer, round {number}: raw {raws[-1]:7.0f}/s  coordinator {commits[-1]:7.0f}/s  "
-                  f"({commits[-1] / raws[-1]:.2f})")  # fmt: skip
+            print(
+                f"1 writer, round {number}: raw {raws[-1]:7.0f}/s  coordinator {commits[-1]:7.0f}/s  "
+                f"({commits[-1] / raws[-1]:.2f})"
+            )
     return median(raws), median(commits)
 
 
@@ -146,8 +151,10 @@ def commit_cost(coordinator: Coordinator, sizes: Sizes) -> tuple[float, float]:
         long_costs.append(middle - started)
         short_costs.append(ended - middle)
     for label, costs in (("~" + str(sizes.short), short_costs), ("~" + str(sizes.long), long_costs)):
-        print(f"ledger length {label:>7}: median {statistics.median(costs) * 1e3:.3f} ms, "
-              f"mean {statistics.fmean(costs) * 1e3:.3f} ms, max {max(costs) * 1e3:.1f} ms")  # fmt: skip
+        print(
+            f"ledger length {label:>7}: median {statistics.median(costs) * 1e3:.3f} ms, "
+            f"mean {statistics.fmean(costs) * 1e3:.3f} ms, max {max(costs) * 1e3:.1f} ms"
+        )
     return (
         statistics.median(long_costs) / statistics.median(short_costs),
         statistics.fmean(long_costs) / statistics.fmean(short_costs),

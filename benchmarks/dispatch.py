@@ -47,8 +47,10 @@ class NoopWorker:
         root = Path(__file__).resolve().parent.parent
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.noop_worker", ctx.redis_url, self.namespace],
-            cwd=root, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)},
-        )  # fmt: skip
+            cwd=root,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
         assert self.proc.stdout is not None
         if self.proc.stdout.readline().strip() != b"ready":
             raise RuntimeError("the benchmark worker did not start")
@@ -78,13 +80,9 @@ class NoopWorker:
         self.client.close()
 
 
-def _contribution(
-    workspace: str, items: list[dict[str, Any]], principal: str = "op", role: str = "operator"
-) -> Any:
+def _contribution(workspace: str, items: list[dict[str, Any]], principal: str = "op", role: str = "operator") -> Any:
     return parse_contribution(
-        json.dumps(
-            {"workspace_id": workspace, "author": {"principal": principal, "role": role}, "items": items}
-        )
+        json.dumps({"workspace_id": workspace, "author": {"principal": principal, "role": role}, "items": items})
     )
 
 

@@ -155,9 +155,7 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
             def remote(n: int, i: int) -> None:
                 body = json.dumps({"items": [_observation(f"obs-{i}")]})
                 headers = {"Authorization": f"Bearer {tokens[n]}", "Content-Type": "application/json"}
-                connections[n].request(
-                    "POST", f"/workspaces/http-{n}/contributions", body=body, headers=headers
-                )
+                connections[n].request("POST", f"/workspaces/http-{n}/contributions", body=body, headers=headers)
                 response = connections[n].getresponse()
                 payload = response.read()
                 assert response.status == 201, payload

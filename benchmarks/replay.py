@@ -41,26 +41,47 @@ FULL = "max_selected_items reached"
 
 
 def _contribution(items: list[dict[str, object]], principal: str, role: str, at: datetime) -> str:
-    return json.dumps({"workspace_id": WORKSPACE, "author": {"principal": principal, "role": role},
-                       "at": at.isoformat(), "items": items})  # fmt: skip
+    return json.dumps(
+        {
+            "workspace_id": WORKSPACE,
+            "author": {"principal": principal, "role": role},
+            "at": at.isoformat(),
+            "items": items,
+        }
+    )
 
 
 def _observation(number: int, at: datetime) -> dict[str, object]:
-    return {"type": "observation", "id": f"obs-{number}", "statement": f"Log line {number}: connection reset",
-            "source": {"system": "auth-logs", "instance": f"payments-api-{number % 7}"},
-            "event_time": at.isoformat(), "event_time_quality": "verified"}  # fmt: skip
+    return {
+        "type": "observation",
+        "id": f"obs-{number}",
+        "statement": f"Log line {number}: connection reset",
+        "source": {"system": "auth-logs", "instance": f"payments-api-{number % 7}"},
+        "event_time": at.isoformat(),
+        "event_time_quality": "verified",
+    }
 
 
 def build(ledger: EventsourcingLedger, commits: int) -> None:
     head = open_ledger("memory://")
     coordinator = Coordinator(head, trust_timestamps=True)
-    limits = {"max_selected_items": 20, "max_investigation_cycles": 6, "max_open_questions": 10,
-              "max_proposals": 10, "max_pending_work": 10}  # fmt: skip
+    limits = {
+        "max_selected_items": 20,
+        "max_investigation_cycles": 6,
+        "max_open_questions": 10,
+        "max_proposals": 10,
+        "max_pending_work": 10,
+    }
     scope = {"tenant_id": "t", "environment": "production", "service": "payments-api"}
     opening: list[dict[str, object]] = [
-        {"type": "open", "scope": scope, "goal": "replay benchmark", "runtime_limits": limits,
-         "execution_mode": "read_only"}
-    ]  # fmt: skip
+        {
+            "type": "open",
+            "scope": scope,
+            "goal": "replay benchmark",
+            "runtime_limits": limits,
+            "execution_mode": "read_only",
+        }
+    ]
     outcomes = [coordinator.submit(parse_contribution(_contribution(opening, "operator", "operator", START)))]
     for version in range(2, HEAD + 1):
         at = START + timedelta(seconds=version)
@@ -76,10 +97,14 @@ def build(ledger: EventsourcingLedger, commits: int) -> None:
         at = START + timedelta(seconds=version)
         item = Observation.model_validate(_observation(version, at))
         commit = Commit(
-            workspace_id=WORKSPACE, version=version, at=at, author=author, items=(item,),
+            workspace_id=WORKSPACE,
+            version=version,
+            at=at,
+            author=author,
+            items=(item,),
             decisions=({"id": item.id, "not_selected": [{"id": item.id, "reason": FULL}]},),
             previous_hash=previous,
-        ).sealed()  # fmt: skip
+        ).sealed()
         previous = commit.hash
         batch.append(encode_commit(commit))
         if len(batch) >= BATCH:
@@ -96,9 +121,9 @@ def raw_fold(url: str) -> int:
     reducer = get_reducer()
     with psycopg.connect(url.split("?")[0]) as conn:
         rows = conn.execute(
-            SQL(
-                "SELECT state FROM {}.caseboard_commits WHERE originator_id = %s ORDER BY originator_version"
-            ).format(Identifier(schema)),
+            SQL("SELECT state FROM {}.caseboard_commits WHERE originator_id = %s ORDER BY originator_version").format(
+                Identifier(schema)
+            ),
             (WORKSPACE,),
         ).fetchall()
     state = reducer.initial(WORKSPACE)

@@ -27,34 +27,47 @@ RAW_TABLE = "raw_commits"
 
 
 def open_workspace(workspace_id: str) -> Contribution:
-    return parse_contribution({
-        "workspace_id": workspace_id,
-        "author": {"principal": "bench-operator", "role": "operator"},
-        "items": [{
-            "type": "open",
-            "scope": {"tenant_id": "tenant-bench", "environment": "bench", "service": "payments-api"},
-            "goal": "Measure the cost of a commit",
-            "runtime_limits": {"max_selected_items": 20, "max_investigation_cycles": 6,
-                               "max_open_questions": 10, "max_proposals": 10, "max_pending_work": 10},
-            "execution_mode": "read_only",
-        }],
-    })  # fmt: skip
+    return parse_contribution(
+        {
+            "workspace_id": workspace_id,
+            "author": {"principal": "bench-operator", "role": "operator"},
+            "items": [
+                {
+                    "type": "open",
+                    "scope": {"tenant_id": "tenant-bench", "environment": "bench", "service": "payments-api"},
+                    "goal": "Measure the cost of a commit",
+                    "runtime_limits": {
+                        "max_selected_items": 20,
+                        "max_investigation_cycles": 6,
+                        "max_open_questions": 10,
+                        "max_proposals": 10,
+                        "max_pending_work": 10,
+                    },
+                    "execution_mode": "read_only",
+                }
+            ],
+        }
+    )
 
 
 def observation(workspace_id: str, number: int) -> Contribution:
-    return parse_contribution({
-        "workspace_id": workspace_id,
-        "author": {"principal": "log-specialist", "role": "specialist"},
-        "items": [{
-            "type": "observation",
-            "id": f"obs-{number:06d}",
-            "statement": f"Authentication failures are visible on payments-api-2 (sample {number})",
-            "source": {"system": "auth-logs", "instance": "payments-api-2"},
-            "event_time": "2026-03-02T14:03:00Z",
-            "event_time_quality": "verified",
-            "evidence_ref": f"artifact://logs/payments-api/auth-{number:06d}",
-        }],
-    })  # fmt: skip
+    return parse_contribution(
+        {
+            "workspace_id": workspace_id,
+            "author": {"principal": "log-specialist", "role": "specialist"},
+            "items": [
+                {
+                    "type": "observation",
+                    "id": f"obs-{number:06d}",
+                    "statement": f"Authentication failures are visible on payments-api-2 (sample {number})",
+                    "source": {"system": "auth-logs", "instance": "payments-api-2"},
+                    "event_time": "2026-03-02T14:03:00Z",
+                    "event_time_quality": "verified",
+                    "evidence_ref": f"artifact://logs/payments-api/auth-{number:06d}",
+                }
+            ],
+        }
+    )
 
 
 def observations(workspace_id: str, first: int, count: int) -> list[Contribution]:

@@ -58,9 +58,16 @@ class RoundRates:
 
 
 def writer_process(
-    index: int, postgres_url: str, ledger_url: str, payload: bytes, per_writer: int, rounds: int,
-    opening: Any, barrier: Any, results: Any,
-) -> None:  # fmt: skip
+    index: int,
+    postgres_url: str,
+    ledger_url: str,
+    payload: bytes,
+    per_writer: int,
+    rounds: int,
+    opening: Any,
+    barrier: Any,
+    results: Any,
+) -> None:
     log_to_devnull()
     try:
         with opening:
@@ -77,9 +84,14 @@ def writer_process(
 
 
 def _write(
-    index: int, coordinator: Coordinator, raw: RawWriter, per_writer: int, rounds: int,
-    barrier: Any, results: Any,
-) -> None:  # fmt: skip
+    index: int,
+    coordinator: Coordinator,
+    raw: RawWriter,
+    per_writer: int,
+    rounds: int,
+    barrier: Any,
+    results: Any,
+) -> None:
     workspaces = [f"ws-writer{index}-round{number}" for number in range(rounds)]
     for workspace_id in workspaces:
         accept(coordinator, open_workspace(workspace_id))
@@ -97,9 +109,7 @@ def _write(
         barrier.wait()
 
 
-def run_writers(
-    ledger_url: str, alone: RawWriter, *, writers: int, per_writer: int, rounds: int
-) -> list[RoundRates]:
+def run_writers(ledger_url: str, alone: RawWriter, *, writers: int, per_writer: int, rounds: int) -> list[RoundRates]:
     """Per round: one raw writer alone (here, while the others wait), then ``writers`` processes inserting
     raw rows, then the same processes committing through their coordinators."""
     context = multiprocessing.get_context("spawn")
@@ -132,8 +142,9 @@ def run_writers(
             if process.is_alive():
                 process.terminate()
                 process.join()
-    return [RoundRates(rate, _rate(phases[("raw", n)]), _rate(phases[("commit", n)]))
-            for n, rate in enumerate(alone_rates)]  # fmt: skip
+    return [
+        RoundRates(rate, _rate(phases[("raw", n)]), _rate(phases[("commit", n)])) for n, rate in enumerate(alone_rates)
+    ]
 
 
 def _collect(results: Any, processes: list[Any], count: int) -> dict[tuple[str, int], list[Phase]]:

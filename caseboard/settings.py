@@ -47,7 +47,9 @@ class Settings:
                 "caseboard never falls back to an in-memory ledger"
             )
         if self.log_level not in ("debug", "info", "warning", "error"):
-            raise ConfigurationError(f"CASEBOARD_LOG_LEVEL must be debug, info, warning or error, not {self.log_level!r}")
+            raise ConfigurationError(
+                f"CASEBOARD_LOG_LEVEL must be debug, info, warning or error, not {self.log_level!r}"
+            )
         if self.log_format not in ("auto", "json", "console"):
             raise ConfigurationError(f"CASEBOARD_LOG_FORMAT must be auto, json or console, not {self.log_format!r}")
 

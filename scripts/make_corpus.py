@@ -48,9 +48,7 @@ def record(scenario: Path) -> str:
             outcome = refusal.to_outcome()
         refused = None if outcome["ok"] else outcome["reason"]
         if refused != expect:
-            raise ScenarioFailed(
-                f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome}"
-            )
+            raise ScenarioFailed(f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome}")
     assert workspace_id is not None, f"{scenario} is empty"
     out = io.StringIO()
     export(ledger, workspace_id, out)
@@ -58,9 +56,7 @@ def record(scenario: Path) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", type=Path, default=CORPUS / "scenarios")
     parser.add_argument("--out", type=Path, default=CORPUS)
     parser.add_argument("--check", action="store_true", help="compare with the files in --out; write nothing")

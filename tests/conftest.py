@@ -92,7 +92,13 @@ def play(coordinator: Coordinator, lines: list[str]) -> list[dict[str, Any]]:
     return [coordinator.submit(parse_contribution(line)) for line in lines]
 
 
-def contribution(items: list[dict[str, Any]], principal: str = "planner-1", role: str = "planner",
-                 workspace_id: str = "ws-1", **envelope: Any) -> str:  # fmt: skip
-    return json.dumps({"workspace_id": workspace_id, "author": {"principal": principal, "role": role},
-                       "items": items, **envelope})  # fmt: skip
+def contribution(
+    items: list[dict[str, Any]],
+    principal: str = "planner-1",
+    role: str = "planner",
+    workspace_id: str = "ws-1",
+    **envelope: Any,
+) -> str:
+    return json.dumps(
+        {"workspace_id": workspace_id, "author": {"principal": principal, "role": role}, "items": items, **envelope}
+    )

@@ -59,9 +59,7 @@ async def caller(
 ) -> Caller:
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
-        raise ApiError(
-            "unauthenticated", "an API key is required: Authorization: Bearer <token>", headers=challenge
-        )
+        raise ApiError("unauthenticated", "an API key is required: Authorization: Bearer <token>", headers=challenge)
     svc: Services = request.app.state.services
     key = svc.key_cache.get(credentials.credentials)
     if key is None:
@@ -74,15 +72,12 @@ async def caller(
         if len(key.roles) != 1:
             raise ApiError(
                 Reason.INVALID,
-                f"this key holds several roles ({', '.join(key.roles)}): name the one "
-                f"to act in with {ROLE_HEADER}",
+                f"this key holds several roles ({', '.join(key.roles)}): name the one to act in with {ROLE_HEADER}",
                 field=ROLE_HEADER,
             )
         return Caller(key, key.roles[0])
     if role not in {r.value for r in key.roles}:
-        raise ApiError(
-            Reason.FORBIDDEN, f"this key may act as {', '.join(key.roles)}, not {role!r}", field=ROLE_HEADER
-        )
+        raise ApiError(Reason.FORBIDDEN, f"this key may act as {', '.join(key.roles)}, not {role!r}", field=ROLE_HEADER)
     return Caller(key, Role(role))
 
 

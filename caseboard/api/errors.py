@@ -72,9 +72,7 @@ CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
 class ApiError(Exception):
     """A refusal decided by the HTTP layer (authentication, role header, tenant)."""
 
-    def __init__(
-        self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None
-    ):
+    def __init__(self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.body: dict[str, Any] = {"ok": False, "reason": reason, "message": message}
         if field is not None:

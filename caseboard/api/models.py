@@ -26,9 +26,7 @@ class _Open(BaseModel):
 class ContributionRequest(_Request):
     """A contribution as submitted over HTTP. The author comes from the API key, never from the body."""
 
-    workspace_id: Id | None = Field(
-        None, description="optional; when present it must name the workspace in the path"
-    )
+    workspace_id: Id | None = Field(None, description="optional; when present it must name the workspace in the path")
     author: dict[str, Any] | None = Field(
         None, description="ignored: the author is the API key's principal and the role it acts in"
     )

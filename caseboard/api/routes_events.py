@@ -47,9 +47,7 @@ async def events(
     who: CallerDep,
     svc: ServicesDep,
     after: Annotated[int, Query(ge=0, le=2**62, description="send commits after this version")] = 0,
-    timeout_s: Annotated[
-        float, Query(gt=0, le=3600, description="end the stream after this many seconds")
-    ] = 300,
+    timeout_s: Annotated[float, Query(gt=0, le=3600, description="end the stream after this many seconds")] = 300,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     await anyio.to_thread.run_sync(visible, svc, who, workspace_id)

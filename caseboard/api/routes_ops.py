@@ -13,9 +13,7 @@ from caseboard.domain.errors import LedgerUnavailable
 router = APIRouter(tags=["operations"])
 
 
-@router.get(
-    "/health", response_model=Health, responses={503: {"model": Health}}, summary="Is the ledger reachable"
-)
+@router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Is the ledger reachable")
 def health(svc: ServicesDep) -> JSONResponse:
     try:
         svc.app.ledger.head("caseboard-health-probe")

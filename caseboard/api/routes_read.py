@@ -36,9 +36,7 @@ def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | 
     return workspaces.show(workspace_id, version, reducer)
 
 
-@router.get(
-    "/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant"
-)
+@router.get("/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant")
 def whoami(who: CallerDep) -> Whoami:
     return Whoami(
         key_id=who.key.key_id,
@@ -69,9 +67,7 @@ def projection(
     reducer: Annotated[
         str | None, Query(max_length=64, description="a reducer version, e.g. workspace-rules-v1")
     ] = None,
-    format: Annotated[
-        Literal["json", "yaml"] | None, Query(description="overrides the Accept header")
-    ] = None,
+    format: Annotated[Literal["json", "yaml"] | None, Query(description="overrides the Accept header")] = None,
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     visible(svc, who, workspace_id)
@@ -117,9 +113,7 @@ def ledger(
     responses=ERROR_RESPONSES,
     summary="Observations in source event-time order, with their ingestion times",
 )
-def timeline(
-    workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
-) -> JSONResponse:
+def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None) -> JSONResponse:
     visible(svc, who, workspace_id)
     document = _show(svc, workspace_id, version, None)
     observations = sorted(
@@ -153,9 +147,7 @@ def view(
     workspace_id: WorkspaceId,
     who: CallerDep,
     svc: ServicesDep,
-    budget_chars: Annotated[
-        int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")
-    ],
+    budget_chars: Annotated[int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")],
     role: Annotated[Role | None, Query(description="whose view (default: the role the key acts in)")] = None,
     version: Version = None,
 ) -> JSONResponse:

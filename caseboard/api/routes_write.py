@@ -65,9 +65,7 @@ def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep)
     responses=WRITE_RESPONSES,
     summary="Submit a contribution (one or more items, committed atomically)",
 )
-def submit(
-    workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep
-) -> JSONResponse:
+def submit(workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
     visible(svc, who, workspace_id)
     if body.workspace_id is not None and body.workspace_id != workspace_id:
         raise ApiError(
@@ -76,11 +74,7 @@ def submit(
             field="workspace_id",
         )
     for index, item in enumerate(body.items):
-        if (
-            isinstance(item, it.Constraints)
-            and item.scope is not None
-            and item.scope.tenant_id != who.tenant_id
-        ):
+        if isinstance(item, it.Constraints) and item.scope is not None and item.scope.tenant_id != who.tenant_id:
             raise ApiError(
                 Reason.FORBIDDEN,
                 f"items[{index}].scope.tenant_id: a workspace stays in its tenant ({who.tenant_id!r})",

@@ -16,9 +16,19 @@ from caseboard.cli.output import emit_document
 from caseboard.domain.errors import CaseboardError
 
 CONTRACT_KEYS = (
-    "schema_version", "reducer_version", "workspace_id", "workspace_version", "scope", "goal", "status",
-    "selected_items", "proposals", "pending_work", "runtime_limits", "execution_mode",
-)  # fmt: skip
+    "schema_version",
+    "reducer_version",
+    "workspace_id",
+    "workspace_version",
+    "scope",
+    "goal",
+    "status",
+    "selected_items",
+    "proposals",
+    "pending_work",
+    "runtime_limits",
+    "execution_mode",
+)
 
 
 def register(commands: Any) -> None:
@@ -56,9 +66,11 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
     for number, line in enumerate(lines, 1):
         if number == len(lines):
             outcome = submit_line(coordinator, workspace_id, stale)
-            out.write(f"  --  planner-1 tries to install proposal-008 with expected_version 18: "
-                      f"REFUSED {outcome['reason']} (current_version {outcome.get('current_version')}; "
-                      f"since then: {'; '.join(', '.join(c['items']) for c in outcome.get('since', []))})\n")  # fmt: skip
+            out.write(
+                f"  --  planner-1 tries to install proposal-008 with expected_version 18: "
+                f"REFUSED {outcome['reason']} (current_version {outcome.get('current_version')}; "
+                f"since then: {'; '.join(', '.join(c['items']) for c in outcome.get('since', []))})\n"
+            )
         outcome = submit_line(coordinator, workspace_id, line)
         if not outcome["ok"]:
             raise CaseboardError(f"scenario line {number} was refused: {outcome['message']}")
@@ -82,8 +94,9 @@ def _story(contribution: dict[str, Any], outcome: dict[str, Any], before: Any, a
     old_props = {p["id"]: p["status"] for p in before["proposals"]} if before else {}
     for prop in after["proposals"]:
         if old_props.get(prop["id"]) != prop["status"]:
-            notes.append(f"proposal {prop['id']} (basis v{prop['based_on_workspace_version']}) "
-                         f"is recorded as {prop['status']}")  # fmt: skip
+            notes.append(
+                f"proposal {prop['id']} (basis v{prop['based_on_workspace_version']}) is recorded as {prop['status']}"
+            )
     for item in outcome["items"]:
         for selected in item.get("selected", []):
             notes.append(f"{selected} selected")

@@ -19,9 +19,7 @@ from caseboard.workers.live import broker_for, build_dispatcher, build_host, sta
 
 
 def register(commands: Any) -> None:
-    dispatch = commands.add_parser(
-        "dispatch", help="follow the ledger's outbox and hand notifications to dramatiq"
-    )
+    dispatch = commands.add_parser("dispatch", help="follow the ledger's outbox and hand notifications to dramatiq")
     dispatch.add_argument("--name", default="dispatcher", help="the position's name (one per dispatcher)")
     dispatch.add_argument("--poll", type=float, default=0.5, help="fallback poll in seconds (default 0.5)")
     dispatch.add_argument(
@@ -35,25 +33,15 @@ def register(commands: Any) -> None:
 
     worker = commands.add_parser("worker", help="run the consumers: scripted participants and the controller")
     worker.add_argument("--threads", type=int, default=2)
-    worker.add_argument(
-        "--passive", action="store_true", help="only record what is delivered (no participants)"
-    )
-    worker.add_argument(
-        "--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)"
-    )
-    worker.add_argument(
-        "--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)"
-    )
-    worker.add_argument(
-        "--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for"
-    )
+    worker.add_argument("--passive", action="store_true", help="only record what is delivered (no participants)")
+    worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
+    worker.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
+    worker.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
     worker.set_defaults(handler=cmd_worker)
 
     outbox = commands.add_parser("outbox", help="the outbox and its dispatcher")
     outbox_commands = outbox.add_subparsers(dest="outbox_command", required=True, metavar="SUBCOMMAND")
-    status = outbox_commands.add_parser(
-        "status", help="position, head, pending, delivered, duplicates (JSON)"
-    )
+    status = outbox_commands.add_parser("status", help="position, head, pending, delivered, duplicates (JSON)")
     status.add_argument("--name", default="dispatcher")
     status.set_defaults(handler=cmd_outbox_status)
 

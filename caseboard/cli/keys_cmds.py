@@ -17,9 +17,7 @@ from caseboard.keys import ApiKey, open_key_store
 
 def register(commands: Any) -> None:
     keys = commands.add_parser("keys", help="API keys for the HTTP API (create, list, revoke)")
-    actions = keys.add_subparsers(
-        dest="keys_action", required=True, metavar="ACTION", parser_class=type(keys)
-    )
+    actions = keys.add_subparsers(dest="keys_action", required=True, metavar="ACTION", parser_class=type(keys))
     create = actions.add_parser("create", help="create a key and print its token (shown once)")
     create.add_argument("--principal", required=True, help="who the key's holder is, e.g. planner-1")
     create.add_argument(
@@ -53,9 +51,7 @@ def cmd_create(app: App, args: argparse.Namespace) -> int:
         TypeAdapter(Id).validate_python(args.principal)
         TypeAdapter(Id).validate_python(args.tenant)
     except ValidationError:
-        raise CaseboardError(
-            "--principal and --tenant are ids: letters, digits and ._:/@- (at most 128)"
-        ) from None
+        raise CaseboardError("--principal and --tenant are ids: letters, digits and ._:/@- (at most 128)") from None
     store = open_key_store(_store_url(app, args))
     try:
         issued = store.create(args.principal, tuple(Role(r) for r in args.role), args.tenant, args.label)

@@ -26,8 +26,11 @@ def register(commands: Any) -> None:
     submit = commands.add_parser("submit", help="submit contributions, one JSON object per line")
     submit.add_argument("workspace")
     submit.add_argument("--file", required=True, help="JSONL file of contributions ('-' for standard input)")
-    submit.add_argument("--trust-timestamps", action="store_true",
-                        help="honour each contribution's 'at' (importing recorded incidents, running scenarios)")  # fmt: skip
+    submit.add_argument(
+        "--trust-timestamps",
+        action="store_true",
+        help="honour each contribution's 'at' (importing recorded incidents, running scenarios)",
+    )
     submit.set_defaults(handler=cmd_submit)
 
     show = commands.add_parser("show", help="the projection of a workspace, at its head or any past version")
@@ -86,19 +89,23 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
 
 def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
     if not line.isascii() and not _is_utf8(line):
-        return _refused_here(workspace_id, Refused(
-            Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$"
-        ))  # fmt: skip
+        return _refused_here(
+            workspace_id, Refused(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
+        )
     try:
         contribution = parse_contribution(_with_workspace(line, workspace_id))
     except Refused as refusal:  # parse_contribution has logged it
         return refusal.to_outcome()
     if contribution.workspace_id != workspace_id:
-        return _refused_here(workspace_id, Refused(
-            Reason.INVALID,
-            f"workspace_id: the contribution names {contribution.workspace_id!r} but is submitted to {workspace_id!r}",
-            field="workspace_id",
-        ))  # fmt: skip
+        return _refused_here(
+            workspace_id,
+            Refused(
+                Reason.INVALID,
+                f"workspace_id: the contribution names {contribution.workspace_id!r} "
+                f"but is submitted to {workspace_id!r}",
+                field="workspace_id",
+            ),
+        )
     result: dict[str, Any] = coordinator.submit(contribution)
     return result
 
@@ -152,10 +159,17 @@ def cmd_timeline(app: App, args: argparse.Namespace) -> int:
         key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
     )
     for obs in observations:
-        emit_line({
-            "event_time": obs["event_time"], "event_time_quality": obs["event_time_quality"],
-            "ingested_at": obs["ingested_at"], "recorded_at_version": obs["recorded_at_version"],
-            "id": obs["id"], "source": obs["source"], "statement": obs["statement"],
-            "late_arrival": obs["late_arrival"], "stale": obs["stale"],
-        })  # fmt: skip
+        emit_line(
+            {
+                "event_time": obs["event_time"],
+                "event_time_quality": obs["event_time_quality"],
+                "ingested_at": obs["ingested_at"],
+                "recorded_at_version": obs["recorded_at_version"],
+                "id": obs["id"],
+                "source": obs["source"],
+                "statement": obs["statement"],
+                "late_arrival": obs["late_arrival"],
+                "stale": obs["stale"],
+            }
+        )
     return 0

@@ -65,8 +65,7 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
         if not outcome["ok"]:
             raise CaseboardError(f"the workspace could not be opened: {outcome['message']}")
         out.write(
-            f"Opened {workspace_id} with a budget of {args.cycles} cycles; "
-            "the controller takes it from here.\n\n"
+            f"Opened {workspace_id} with a budget of {args.cycles} cycles; the controller takes it from here.\n\n"
         )
         deadline = time.monotonic() + args.timeout
         while app.workspaces.show(workspace_id)["status"] == "investigating" and time.monotonic() < deadline:
@@ -92,8 +91,7 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
     status = store.status("dispatcher")
     store.close()
     out.write(
-        f"\nStatus: {final['status']} after {final['cycles_used']} cycles "
-        f"({final['status_detail']['reason']}).\n"
+        f"\nStatus: {final['status']} after {final['cycles_used']} cycles ({final['status_detail']['reason']}).\n"
     )
     if final["status_detail"]["handoff"]:
         out.write(f"Handoff: {final['status_detail']['handoff']}\n")

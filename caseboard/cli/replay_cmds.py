@@ -29,23 +29,17 @@ REDUCER_HELP = f"one of {', '.join(REDUCERS)}"
 
 
 def register(commands: Any) -> None:
-    exp = commands.add_parser(
-        "export", help="a workspace's ledger as a recorded incident (JSONL, hash chained)"
-    )
+    exp = commands.add_parser("export", help="a workspace's ledger as a recorded incident (JSONL, hash chained)")
     exp.add_argument("workspace")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     exp.set_defaults(handler=cmd_export)
 
     imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
     imp.add_argument("file")
-    imp.add_argument(
-        "--as", dest="as_workspace", metavar="WORKSPACE", help="import under another workspace id"
-    )
+    imp.add_argument("--as", dest="as_workspace", metavar="WORKSPACE", help="import under another workspace id")
     imp.set_defaults(handler=cmd_import)
 
-    ver = commands.add_parser(
-        "verify", help="re-compute the hash chain of a workspace or a recorded incident file"
-    )
+    ver = commands.add_parser("verify", help="re-compute the hash chain of a workspace or a recorded incident file")
     ver.add_argument("target", metavar="WORKSPACE|FILE")
     ver.add_argument("--format", choices=["text", "json"], default="text")
     ver.set_defaults(handler=cmd_verify, no_app=True)
@@ -57,14 +51,16 @@ def register(commands: Any) -> None:
     rep.add_argument("--format", choices=["json", "yaml"], default="json")
     rep.set_defaults(handler=cmd_replay, no_app=True)
 
-    cmp = commands.add_parser(
-        "compare", help="where two reducers disagree over recorded incidents (exit 1 if any)"
-    )
+    cmp = commands.add_parser("compare", help="where two reducers disagree over recorded incidents (exit 1 if any)")
+    cmp.add_argument("paths", nargs="+", metavar="PATH", help="recorded incident files or directories of them")
     cmp.add_argument(
-        "paths", nargs="+", metavar="PATH", help="recorded incident files or directories of them"
+        "--reducer",
+        action="append",
+        required=True,
+        choices=sorted(REDUCERS),
+        metavar="V",
+        help=f"give it twice: A then B ({REDUCER_HELP})",
     )
-    cmp.add_argument("--reducer", action="append", required=True, choices=sorted(REDUCERS), metavar="V",
-                     help=f"give it twice: A then B ({REDUCER_HELP})")  # fmt: skip
     cmp.add_argument("--format", choices=["table", "json"], default="table")
     cmp.set_defaults(handler=cmd_compare, no_app=True)
 
@@ -91,9 +87,16 @@ def cmd_import(app: App, args: argparse.Namespace) -> int:
     if not path.is_file():
         raise CaseboardError(f"cannot read {args.file}: no such file")
     done = import_file(app.ledger, path, args.as_workspace)
-    emit_line({"ok": True, "workspace_id": done.workspace_id, "commits": done.commits,
-               "head_hash": done.head_hash,
-               "source_head_hash": done.source_head_hash, "resealed": done.resealed})  # fmt: skip
+    emit_line(
+        {
+            "ok": True,
+            "workspace_id": done.workspace_id,
+            "commits": done.commits,
+            "head_hash": done.head_hash,
+            "source_head_hash": done.source_head_hash,
+            "resealed": done.resealed,
+        }
+    )
     return 0
 
 

@@ -100,9 +100,7 @@ def load_demo(app: App, keys: KeyStore, base: str) -> None:
     other = keys.create("tenant-b-operator", (Role.OPERATOR,), "tenant-b", "demo").token
     out = sys.stdout
     out.write("caseboard demo: incident-042 loaded (20 versions) into a fresh embedded ledger.\n")
-    out.write(
-        f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n\n"
-    )
+    out.write(f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n\n")
     out.write(f"Demo keys (tenant {DEMO_TENANT}; shown once):\n")
     for principal, token in tokens.items():
         out.write(f"  {principal:<22} {authors[principal].value:<11} {token}\n")

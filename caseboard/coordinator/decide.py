@@ -57,9 +57,13 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
                     field="idempotency_key",
                 )
             return Replayed(
-                {"ok": True, "workspace_version": previous.version, "items": list(previous.items),
-                 "idempotent_replay": True}
-            )  # fmt: skip
+                {
+                    "ok": True,
+                    "workspace_version": previous.version,
+                    "items": list(previous.items),
+                    "idempotent_replay": True,
+                }
+            )
     _check_expected_version(state, contribution)
     if state.status == "closed":
         for index, item in enumerate(contribution.items):

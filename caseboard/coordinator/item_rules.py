@@ -50,9 +50,7 @@ def refuse(reason: Reason, path: str, message: str, **details: Any) -> NoReturn:
     raise Refused(reason, f"{path}: {message}", field=path, **details)
 
 
-def check_item(
-    state: WorkspaceState, contribution: Contribution, item: it.Item, path: str, at: datetime
-) -> Decision:
+def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item, path: str, at: datetime) -> Decision:
     role, principal = contribution.author.role, contribution.author.principal
     if role not in ROLES[item.type]:
         allowed = ", ".join(sorted(ROLES[item.type]))
@@ -62,8 +60,11 @@ def check_item(
             return {}
         case it.Observation():
             if role is Role.REPORTER and not item.derived_from:
-                refuse(Reason.FORBIDDEN, f"{path}.derived_from",
-                       "a reporter's observation is a summary and must name what it is derived_from")  # fmt: skip
+                refuse(
+                    Reason.FORBIDDEN,
+                    f"{path}.derived_from",
+                    "a reporter's observation is a summary and must name what it is derived_from",
+                )
             return _observation(state, item, path)
         case it.Hypothesis():
             _new_id(state, item.id, f"{path}.id")
@@ -91,14 +92,20 @@ def check_item(
             _refs(state, item.evidence, {"observation"}, f"{path}.evidence")
             question = state.questions[item.question]
             if question.answered_version is not None:
-                refuse(Reason.INVALID, f"{path}.question",
-                       f"question {item.question!r} was already answered at version {question.answered_version}")  # fmt: skip
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.question",
+                    f"question {item.question!r} was already answered at version {question.answered_version}",
+                )
             return {}
         case it.Proposal():
             _new_id(state, item.id, f"{path}.id")
             if item.based_on_workspace_version > state.version:
-                refuse(Reason.INVALID, f"{path}.based_on_workspace_version",
-                       f"basis {item.based_on_workspace_version} is beyond the current version {state.version}")  # fmt: skip
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.based_on_workspace_version",
+                    f"basis {item.based_on_workspace_version} is beyond the current version {state.version}",
+                )
             _refs(state, item.depends_on, {"hypothesis", "observation", "proposal"}, f"{path}.depends_on")
             _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
             return {}
@@ -126,43 +133,64 @@ def check_item(
         case it.WorkReclaim():
             request = _request(state, item.request_id, f"{path}.request_id")
             if request.status != "claimed":
-                refuse(Reason.INVALID, f"{path}.request_id",
-                       f"request {item.request_id!r} is {request.status}, not claimed: nothing to reclaim")  # fmt: skip
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.request_id",
+                    f"request {item.request_id!r} is {request.status}, not claimed: nothing to reclaim",
+                )
             return {"fenced_generation": request.generation, "fenced_holder": request.holder}
         case it.Verification():
             _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
             check = _request(state, item.check, f"{path}.check")
             if check.status != "completed":
-                refuse(Reason.INVALID, f"{path}.check",
-                       f"check {item.check!r} is {check.status}: a verification cites a completed check")  # fmt: skip
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.check",
+                    f"check {item.check!r} is {check.status}: a verification cites a completed check",
+                )
             if state.hypotheses[item.claim].author == principal:
-                refuse(Reason.FORBIDDEN, f"{path}.claim",
-                       f"{principal!r} authored {item.claim!r} and may not verify it")  # fmt: skip
+                refuse(
+                    Reason.FORBIDDEN, f"{path}.claim", f"{principal!r} authored {item.claim!r} and may not verify it"
+                )
             return {}
         case it.Selection():
             return _selection(state, item, path)
         case it.Judgment():
             _new_id(state, item.invocation_id, f"{path}.invocation_id")
             if item.input_workspace_version > state.version:
-                refuse(Reason.INVALID, f"{path}.input_workspace_version",
-                       f"version {item.input_workspace_version} is beyond the current version {state.version}")  # fmt: skip
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.input_workspace_version",
+                    f"version {item.input_workspace_version} is beyond the current version {state.version}",
+                )
             _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
             return {}
         case it.Cycle():
             if state.status == "budget_exhausted" or state.cycles_used >= state.limits["max_investigation_cycles"]:
-                refuse(Reason.LIMIT_EXCEEDED, path,
-                       f"all {state.limits['max_investigation_cycles']} investigation cycles are used")  # fmt: skip
+                refuse(
+                    Reason.LIMIT_EXCEEDED,
+                    path,
+                    f"all {state.limits['max_investigation_cycles']} investigation cycles are used",
+                )
             if item.number != state.cycles_used + 1:
-                refuse(Reason.INVALID, f"{path}.number", f"the next cycle is {state.cycles_used + 1}, not {item.number}")
+                refuse(
+                    Reason.INVALID, f"{path}.number", f"the next cycle is {state.cycles_used + 1}, not {item.number}"
+                )
             return {"cycles_used": item.number, "cycles_left": state.limits["max_investigation_cycles"] - item.number}
         case it.StatusChange():
             if role is Role.CONTROLLER and item.to.value not in CONTROLLER_STATUSES:
-                refuse(Reason.FORBIDDEN, f"{path}.to",
-                       f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; {item.to.value!r} is an operator's")  # fmt: skip
+                refuse(
+                    Reason.FORBIDDEN,
+                    f"{path}.to",
+                    f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; "
+                    f"{item.to.value!r} is an operator's",
+                )
             return {"from": state.status}
         case it.Reopen():
             if state.status not in ("closed", "budget_exhausted"):
-                refuse(Reason.INVALID, path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}")
+                refuse(
+                    Reason.INVALID, path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}"
+                )
             return {"from": state.status}
         case it.Constraints():
             return {}
@@ -200,8 +228,12 @@ def _observation(state: WorkspaceState, body: it.ObservationBody, path: str) -> 
     _new_id(state, body.id, f"{path}.id")
     _refs(state, body.derived_from, {"observation"}, f"{path}.derived_from")
     if state.status == "closed":
-        return {"id": body.id, "late_arrival": True, "selected": [], "not_selected": [{"id": body.id,
-                "reason": "late arrival: the workspace is closed"}]}  # fmt: skip
+        return {
+            "id": body.id,
+            "late_arrival": True,
+            "selected": [],
+            "not_selected": [{"id": body.id, "reason": "late arrival: the workspace is closed"}],
+        }
     return {"id": body.id, **_select(state, body.id, counts=not body.derived_from)}
 
 
@@ -219,8 +251,12 @@ def _keep_contradiction(state: WorkspaceState, obs: str, decision: Decision) -> 
     counts = not state.observations[obs].derived_from
     if not counts or state.selected_count + pending < state.limits["max_selected_items"]:
         return {"selected": [obs]}
-    return {"escalated": {"to": ESCALATION,
-                          "reason": f"contradicting evidence {obs!r} does not fit within max_selected_items"}}  # fmt: skip
+    return {
+        "escalated": {
+            "to": ESCALATION,
+            "reason": f"contradicting evidence {obs!r} does not fit within max_selected_items",
+        }
+    }
 
 
 def _merge(into: Decision, extra: Decision) -> None:
@@ -241,17 +277,26 @@ def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, 
         if role is not Role.OPERATOR:
             refuse(Reason.FORBIDDEN, f"{path}.decision", "only an operator accepts a proposal")
         if contribution.expected_version is None:
-            refuse(Reason.INVALID, "expected_version",
-                   "accepting a proposal requires expected_version: acceptance is decided on a known version")  # fmt: skip
+            refuse(
+                Reason.INVALID,
+                "expected_version",
+                "accepting a proposal requires expected_version: acceptance is decided on a known version",
+            )
         if status != "current":
-            refuse(Reason.INVALID, f"{path}.proposal",
-                   f"proposal {item.proposal!r} is {status}; it can be accepted only while current")  # fmt: skip
+            refuse(
+                Reason.INVALID,
+                f"{path}.proposal",
+                f"proposal {item.proposal!r} is {status}; it can be accepted only while current",
+            )
     elif role is not Role.PLANNER:
         refuse(Reason.FORBIDDEN, f"{path}.decision", f"a {role.value} may not record a {item.decision!r} review")
     if item.decision == "retained" and status == "accepted":
-        refuse(Reason.INVALID, f"{path}.decision",
-               f"proposal {item.proposal!r} is accepted and needs no revalidation; retaining it would revoke "
-               "the operator's acceptance (revise or withdraw it instead)")  # fmt: skip
+        refuse(
+            Reason.INVALID,
+            f"{path}.decision",
+            f"proposal {item.proposal!r} is accepted and needs no revalidation; retaining it would revoke "
+            "the operator's acceptance (revise or withdraw it instead)",
+        )
     if status in ("revised", "withdrawn"):
         refuse(Reason.INVALID, f"{path}.proposal", f"proposal {item.proposal!r} is already {status}")
     return {"previous_status": status}
@@ -263,13 +308,19 @@ def _claim(state: WorkspaceState, principal: str, item: it.WorkClaim, path: str,
         refuse(Reason.INVALID, f"{path}.request_id", f"request {item.request_id!r} is already {request.status}")
     live = request.holder is not None and request.lease_expires_at is not None and request.lease_expires_at > at
     if live and request.holder != principal:
-        refuse(Reason.LEASE_HELD, f"{path}.request_id",
-               f"request {item.request_id!r} is claimed under a lease until "
-               f"{request.lease_expires_at.isoformat() if request.lease_expires_at else '?'}; wait or ask a controller",
-               lease_expires_at=request.lease_expires_at.isoformat() if request.lease_expires_at else None)  # fmt: skip
+        refuse(
+            Reason.LEASE_HELD,
+            f"{path}.request_id",
+            f"request {item.request_id!r} is claimed under a lease until "
+            f"{request.lease_expires_at.isoformat() if request.lease_expires_at else '?'}; wait or ask a controller",
+            lease_expires_at=request.lease_expires_at.isoformat() if request.lease_expires_at else None,
+        )
     if live:
-        refuse(Reason.INVALID, f"{path}.request_id",
-               f"{principal!r} already holds {item.request_id!r} (generation {request.generation}); renew it instead")  # fmt: skip
+        refuse(
+            Reason.INVALID,
+            f"{path}.request_id",
+            f"{principal!r} already holds {item.request_id!r} (generation {request.generation}); renew it instead",
+        )
     decision: Decision = {"generation": request.generation + 1, "lease_expires_at": lease_expiry(at, item.lease_s)}
     if request.holder is not None:
         decision["fenced_generation"] = request.generation
@@ -280,10 +331,13 @@ def _claim(state: WorkspaceState, principal: str, item: it.WorkClaim, path: str,
 def _holder(state: WorkspaceState, principal: str, request_id: str, generation: int, path: str) -> None:
     request = _request(state, request_id, f"{path}.request_id")
     if request.holder is None or generation != request.generation:
-        refuse(Reason.FENCED, f"{path}.generation",
-               f"generation {generation} of {request_id!r} is no longer live (the request is {request.status}, "
-               f"generation {request.generation}); claim it again before writing",
-               current_generation=request.generation)  # fmt: skip
+        refuse(
+            Reason.FENCED,
+            f"{path}.generation",
+            f"generation {generation} of {request_id!r} is no longer live (the request is {request.status}, "
+            f"generation {request.generation}); claim it again before writing",
+            current_generation=request.generation,
+        )
     if request.holder != principal:
         refuse(Reason.FORBIDDEN, path, f"{principal!r} does not hold {request_id!r}; its holder does")
 
@@ -292,14 +346,18 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
     _refs(state, item.select, {"observation", "hypothesis"}, f"{path}.select")
     _refs(state, item.deselect, {"observation", "hypothesis"}, f"{path}.deselect")
     kept = [
-        hyp for hyp in state.hypotheses.values()
+        hyp
+        for hyp in state.hypotheses.values()
         if (state.is_selected(hyp.id) or hyp.id in item.select) and hyp.id not in item.deselect
-    ]  # fmt: skip
+    ]
     contradictions = {obs for hyp in kept for obs in hyp.challenging}
     for index, ref in enumerate(item.deselect):
         if ref in contradictions:
-            refuse(Reason.INVALID, f"{path}.deselect[{index}]",
-                   f"{ref!r} challenges a selected hypothesis: contradictions are never dropped to make room")  # fmt: skip
+            refuse(
+                Reason.INVALID,
+                f"{path}.deselect[{index}]",
+                f"{ref!r} challenges a selected hypothesis: contradictions are never dropped to make room",
+            )
     deselected = [ref for ref in dict.fromkeys(item.deselect) if state.is_selected(ref)]
     selected = [ref for ref in dict.fromkeys(item.select) if not state.is_selected(ref)]
 
@@ -310,8 +368,11 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
     after = state.selected_count - sum(map(counts, deselected)) + sum(map(counts, selected))
     limit = state.limits["max_selected_items"]
     if after > limit and after > state.selected_count:  # shrinking an over-full selection is always allowed
-        refuse(Reason.LIMIT_EXCEEDED, f"{path}.select",
-               f"the selection would hold {after} items; max_selected_items is {limit}")  # fmt: skip
+        refuse(
+            Reason.LIMIT_EXCEEDED,
+            f"{path}.select",
+            f"the selection would hold {after} items; max_selected_items is {limit}",
+        )
     decision: Decision = {"selected": selected, "deselected": deselected}
     for hyp in [state.hypotheses[ref] for ref in selected if ref in state.hypotheses]:
         for obs in hyp.challenging:  # a newly selected hypothesis brings its contradictions, or escalates

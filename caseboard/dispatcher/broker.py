@@ -24,9 +24,7 @@ class BrokerUnavailable(CaseboardError):
     """The broker could not take a message (Redis down, restarting, unreachable)."""
 
 
-def enqueue(
-    broker: dramatiq.Broker, message: dramatiq.Message[Any] | None, *, declare: str | None = None
-) -> None:
+def enqueue(broker: dramatiq.Broker, message: dramatiq.Message[Any] | None, *, declare: str | None = None) -> None:
     """Hands one message to the broker (or declares a queue); broker failures become ``BrokerUnavailable``."""
     import redis
 

@@ -136,9 +136,7 @@ class Dispatcher:
         state = self._states.get(commit.workspace_id)
         if state is None or state.version != commit.version - 1:
             if state is not None and state.version >= commit.version:
-                log.warning(
-                    "outbox_commit_seen_again", workspace_id=commit.workspace_id, version=commit.version
-                )
+                log.warning("outbox_commit_seen_again", workspace_id=commit.workspace_id, version=commit.version)
             state = (
                 self.workspaces.state_at(commit.workspace_id, commit.version - 1)
                 if commit.version > 1

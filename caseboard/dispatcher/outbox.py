@@ -52,9 +52,9 @@ class PostgresOutbox:
         return int(self.recorder.max_notification_id() or 0)
 
     def pending(self, after: Position) -> int:
-        statement = SQL(
-            "SELECT count(*) AS n FROM {}.{} WHERE (tx, notification_id) > (%s::text::xid8, %s)"
-        ).format(Identifier(self.recorder.datastore.schema), Identifier(self.recorder.events_table_name))
+        statement = SQL("SELECT count(*) AS n FROM {}.{} WHERE (tx, notification_id) > (%s::text::xid8, %s)").format(
+            Identifier(self.recorder.datastore.schema), Identifier(self.recorder.events_table_name)
+        )
         with self.recorder.datastore.get_connection() as conn:
             row = conn.execute(statement, (str(after[0]), after[1])).fetchone()
         return int(row["n"]) if row else 0

@@ -86,9 +86,7 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
         if escalation:
             add("status_changed", "reporter", escalation["to"])
     for proposal in state.proposals.values():
-        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(
-            state, proposal, commit.at
-        ):
+        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(state, proposal, commit.at):
             continue
         closure = dependency_closure(state, proposal)
         touched = [ref for ref in closure if state.material.get(ref, 0) == version]
@@ -98,9 +96,7 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
                 "planner",
                 proposal.id,
                 based_on_version=proposal.checked_at,
-                evidence_revisions={
-                    ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material
-                },
+                evidence_revisions={ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material},
             )
     add("snapshot_changed", "snapshot")
     add("commit", "history")

@@ -163,8 +163,7 @@ class DispatchStore:
         with self._tx() as cur:
             for nid in ids:
                 cur.execute(
-                    "UPDATE caseboard_deliveries SET sent_at = %s, sends = sends + 1 "
-                    "WHERE notification_id = %s",
+                    "UPDATE caseboard_deliveries SET sent_at = %s, sends = sends + 1 WHERE notification_id = %s",
                     (now, nid),
                 )
 
@@ -232,9 +231,7 @@ class DispatchStore:
 
     def status(self, name: str) -> dict[str, Any]:
         with self._tx() as cur:
-            cur.execute(
-                "SELECT tx, nid, delivered FROM caseboard_dispatch_positions WHERE name = %s", (name,)
-            )
+            cur.execute("SELECT tx, nid, delivered FROM caseboard_dispatch_positions WHERE name = %s", (name,))
             row = cur.fetchone()
             cur.execute("SELECT coalesce(sum(duplicates), 0) FROM caseboard_consumer_stats")
             duplicates = int(cur.fetchone()[0])

@@ -83,9 +83,7 @@ class UnknownWorkspace(CaseboardError):
 
 class VersionOutOfRange(CaseboardError):
     def __init__(self, workspace_id: str, asked: int, head: int) -> None:
-        super().__init__(
-            f"workspace {workspace_id!r} has versions 1..{head}; version {asked} does not exist"
-        )
+        super().__init__(f"workspace {workspace_id!r} has versions 1..{head}; version {asked} does not exist")
         self.asked = asked
         self.head = head
 

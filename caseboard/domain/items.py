@@ -245,7 +245,9 @@ class Judgment(Frozen):
     def _output_is_bounded(cls, output: dict[str, Any]) -> dict[str, Any]:
         size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False))
         if size > MAX_OUTPUT_CHARS:
-            raise ValueError(f"output is {size} characters as JSON; at most {MAX_OUTPUT_CHARS} (put the rest behind a ref)")
+            raise ValueError(
+                f"output is {size} characters as JSON; at most {MAX_OUTPUT_CHARS} (put the rest behind a ref)"
+            )
         return output
 
 
@@ -306,7 +308,24 @@ Item = Annotated[
 ]
 
 ITEM_TYPES: tuple[str, ...] = (
-    "open", "observation", "hypothesis", "link", "question", "answer", "proposal", "review",
-    "work_request", "work_claim", "work_renew", "work_result", "work_reclaim", "verification",
-    "selection", "judgment", "cycle", "status", "reopen", "constraints",
-)  # fmt: skip
+    "open",
+    "observation",
+    "hypothesis",
+    "link",
+    "question",
+    "answer",
+    "proposal",
+    "review",
+    "work_request",
+    "work_claim",
+    "work_renew",
+    "work_result",
+    "work_reclaim",
+    "verification",
+    "selection",
+    "judgment",
+    "cycle",
+    "status",
+    "reopen",
+    "constraints",
+)

@@ -48,9 +48,7 @@ class MemoryKeyStore:
         self._rows: dict[str, tuple[ApiKey, str]] = {}
         self._guard = threading.Lock()
 
-    def create(
-        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
-    ) -> IssuedKey:
+    def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
         key_id, token = new_token()
         key = ApiKey(
             key_id=key_id,
@@ -101,9 +99,7 @@ class SqlKeyStore:
             (),
         )
 
-    def create(
-        self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None
-    ) -> IssuedKey:
+    def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
         key_id, token = new_token()
         key = ApiKey(
             key_id=key_id,

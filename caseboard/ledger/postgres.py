@@ -65,10 +65,13 @@ class LedgerRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             rows = conn.execute(self.outbox_statement, (str(after[0]), after[1], limit)).fetchall()
         return [
-            (row["tx"], row["notification_id"],
-             StoredEvent(row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])))
+            (
+                row["tx"],
+                row["notification_id"],
+                StoredEvent(row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])),
+            )
             for row in rows
-        ]  # fmt: skip
+        ]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
@@ -115,8 +118,7 @@ class SnapshotRecorder(PostgresAggregateRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "snapshots") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         self.insert_statement = SQL(
-            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
-            "VALUES (%s, %s, %s, %s)"
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
         ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name))
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:

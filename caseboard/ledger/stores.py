@@ -72,9 +72,12 @@ def _postgres(url: str, pool_size: int) -> EventsourcingLedger:
         )
     dbname = unquote(parts.path.lstrip("/")) or "postgres"
     conninfo = dict(
-        dbname=dbname, host=parts.hostname or "127.0.0.1", port=port,
-        user=unquote(parts.username or "postgres"), password=unquote(parts.password or ""),
-    )  # fmt: skip
+        dbname=dbname,
+        host=parts.hostname or "127.0.0.1",
+        port=port,
+        user=unquote(parts.username or "postgres"),
+        password=unquote(parts.password or ""),
+    )
     try:
         with psycopg.connect(**conninfo, autocommit=True, connect_timeout=5) as conn:  # type: ignore[arg-type]
             if _tables_exist(conn, schema):  # no DDL: a role that may only read can open the ledger
@@ -94,9 +97,7 @@ def _tables_exist(conn: Any, schema: str) -> bool:
     return bool(row[0] == len(names))
 
 
-def _postgres_recorders(
-    conninfo: dict[str, Any], schema: str, pool_size: int, *, create: bool
-) -> EventsourcingLedger:
+def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int, *, create: bool) -> EventsourcingLedger:
     from eventsourcing.postgres import PostgresDatastore
 
     from caseboard.ledger.postgres import LedgerRecorder, SnapshotRecorder
@@ -105,9 +106,13 @@ def _postgres_recorders(
     # a pool of several idle connections makes even a single writer rotate through as many server backends,
     # each with cold caches (measured: 465 against 385 microseconds per append).
     datastore = PostgresDatastore(
-        **conninfo, schema=schema, pool_size=1, max_overflow=pool_size * 3 - 1,
-        originator_id_type="text", connect_timeout=5,
-    )  # fmt: skip
+        **conninfo,
+        schema=schema,
+        pool_size=1,
+        max_overflow=pool_size * 3 - 1,
+        originator_id_type="text",
+        connect_timeout=5,
+    )
     try:
         events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
         snapshots = SnapshotRecorder(datastore, events_table_name=SNAPSHOTS_TABLE)

@@ -24,9 +24,7 @@ def upcast_commit(data: dict[str, Any]) -> dict[str, Any]:
         return data
     if version == 0:
         return _from_0(data)
-    raise ValueError(
-        f"commit schema_version {version!r} is not one this caseboard understands (0 or {CURRENT})"
-    )
+    raise ValueError(f"commit schema_version {version!r} is not one this caseboard understands (0 or {CURRENT})")
 
 
 def _from_0(data: dict[str, Any]) -> dict[str, Any]:

@@ -64,9 +64,13 @@ class Projection(Open):
     scope: ScopeView
     goal: str
     status: Literal[
-        "investigating", "evidence_incomplete", "budget_exhausted", "human_review_required",
-        "supported_conclusion", "closed",
-    ]  # fmt: skip
+        "investigating",
+        "evidence_incomplete",
+        "budget_exhausted",
+        "human_review_required",
+        "supported_conclusion",
+        "closed",
+    ]
     selected_items: SelectedItems
     proposals: list[ProposalView]
     pending_work: list[PendingWorkView]

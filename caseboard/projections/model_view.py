@@ -133,9 +133,7 @@ def build_view(
     delimiter = f"entry-{nonce}"
     candidates = _candidates(state, role, times, flags)
     preamble = _preamble(state, role, delimiter, reducer_version)
-    closing_room = (
-        len(_closing(10**6, {name: 10**6 for name in (*RESERVED, *ROLE_SECTIONS[role])}, 10**6)) + 2
-    )
+    closing_room = len(_closing(10**6, {name: 10**6 for name in (*RESERVED, *ROLE_SECTIONS[role])}, 10**6)) + 2
     used = len(preamble) + 1
     shown: list[ViewEntry] = []
     omitted: dict[str, int] = {}
@@ -184,9 +182,7 @@ def _preamble(state: WorkspaceState, role: Role, delimiter: str, reducer_version
 def _closing(shown: int, omitted: dict[str, int], reserved_omitted: int) -> str:
     parts = [f"End of data: {shown} entries shown"]
     if omitted:
-        parts.append(
-            "omitted for the budget: " + ", ".join(f"{n} {section}" for section, n in omitted.items())
-        )
+        parts.append("omitted for the budget: " + ", ".join(f"{n} {section}" for section, n in omitted.items()))
     if reserved_omitted:
         parts.append(
             f"{reserved_omitted} contradictions, blocking conditions or open questions did not fit: escalate "
@@ -338,10 +334,7 @@ def _candidates(
                     recorded_at_version=hyp.version,
                     verified=verified,
                 )
-                note = (
-                    f"supporting={','.join(hyp.supporting) or '-'}; "
-                    f"challenging={','.join(hyp.challenging) or '-'}"
-                )
+                note = f"supporting={','.join(hyp.supporting) or '-'}; challenging={','.join(hyp.challenging) or '-'}"
                 add(
                     _Candidate(
                         "hypotheses",

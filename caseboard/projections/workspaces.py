@@ -102,7 +102,9 @@ class Workspaces:
             try:
                 state = reducer.load(snapshot.data)
             except (KeyError, TypeError, ValueError) as error:
-                log.warning("snapshot_unreadable", workspace_id=workspace_id, version=snapshot.version, error=str(error))
+                log.warning(
+                    "snapshot_unreadable", workspace_id=workspace_id, version=snapshot.version, error=str(error)
+                )
                 state = reducer.initial(workspace_id)
         for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=upto):
             reducer.evolve(state, commit)

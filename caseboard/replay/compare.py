@@ -43,9 +43,12 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "reducers": list(self.reducers), "incidents": self.incidents, "versions": self.versions,
-            "agree": self.agree, "differences": [asdict(d) for d in self.differences],
-        }  # fmt: skip
+            "reducers": list(self.reducers),
+            "incidents": self.incidents,
+            "versions": self.versions,
+            "agree": self.agree,
+            "differences": [asdict(d) for d in self.differences],
+        }
 
 
 def facets(projection: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -76,9 +79,7 @@ def differences(incident: str, version: int, a: dict[str, Any], b: dict[str, Any
     return out
 
 
-def compare_commits(
-    incident: str, commits: Iterable[Commit], first: str, second: str
-) -> tuple[int, list[Difference]]:
+def compare_commits(incident: str, commits: Iterable[Commit], first: str, second: str) -> tuple[int, list[Difference]]:
     reducer_a, reducer_b = get_reducer(first), get_reducer(second)
     state_a = state_b = None
     found: list[Difference] = []
@@ -86,9 +87,7 @@ def compare_commits(
     for commit in commits:
         state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)
         state_b = reducer_b.evolve(state_b or reducer_b.initial(commit.workspace_id), commit)
-        found.extend(
-            differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b))
-        )
+        found.extend(differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b)))
         versions += 1
     return versions, found
 
@@ -136,11 +135,7 @@ def table(comparison: Comparison) -> str:
     if comparison.agree:
         return summary + "\n"
     header = ("INCIDENT", "VERSION", "ASPECT", "ITEM", a, b)
-    rows = [header] + [
-        (d.incident, str(d.version), d.aspect, d.item, d.a, d.b) for d in comparison.differences
-    ]
+    rows = [header] + [(d.incident, str(d.version), d.aspect, d.item, d.a, d.b) for d in comparison.differences]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     return "\n".join([*lines, "", summary]) + "\n"

@@ -71,6 +71,4 @@ def replay_ledger(
     chosen = get_reducer(reducer)
     if ledger.head(workspace_id) == 0:
         raise UnknownWorkspace(workspace_id)
-    return chosen.render(
-        fold(read_ledger(ledger, workspace_id, upto), chosen, upto, f"ledger {workspace_id}")
-    )
+    return chosen.render(fold(read_ledger(ledger, workspace_id, upto), chosen, upto, f"ledger {workspace_id}"))

@@ -84,13 +84,9 @@ def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | Non
     try:
         _ID.validate_python(target)
     except ValidationError:
-        raise ImportRefused(
-            f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)"
-        ) from None
+        raise ImportRefused(f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)") from None
     if ledger.head(target) != 0:
-        raise ImportRefused(
-            f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID"
-        )
+        raise ImportRefused(f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID")
     commits: Iterator[Commit] = iter(decode_batch(records))
     if target != source_id:
         commits = renamed(commits, target)

@@ -1,8 +1,8 @@
 """Verifying a recorded chain: every commit's hash, every link, and the order of versions.
 
 A chain is intact when, reading in order, the n-th record is version n of one workspace, its ``hash`` is
-the SHA-256 of its stored JSON without its final ``hash`` member (``Commit.content_hash``), and its ``previous_hash`` is the hash of
-the record before it. The first record that fails is reported with what failed:
+the SHA-256 of its stored JSON without its final ``hash`` member (``Commit.content_hash``), and its
+``previous_hash`` is the hash of the record before it. The first record that fails is reported with what failed:
 
 - ``altered``: the content no longer matches its own hash (an UPDATE of a row, an edited line);
 - ``unsealed``: a record without a hash (written before the chain existed, or stripped);
@@ -51,9 +51,12 @@ class ChainReport:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "source": self.source, "workspace_id": self.workspace_id, "intact": self.intact,
-            "commits": self.commits, "head_hash": self.head_hash,
-        }  # fmt: skip
+            "source": self.source,
+            "workspace_id": self.workspace_id,
+            "intact": self.intact,
+            "commits": self.commits,
+            "head_hash": self.head_hash,
+        }
         if self.problem is not None:
             out.update(self.problem.to_dict())
         return out
@@ -82,9 +85,7 @@ class ChainChecker:
         if self.problem is not None:
             return False
         if record.keyed and record.position != self.expected:
-            return self._fail(
-                "missing", f"version {self.expected} is absent: the next stored row is {record.position}"
-            )
+            return self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
         try:
             commit = decode_one(record)
         except UnreadableRecord as error:
@@ -92,25 +93,19 @@ class ChainChecker:
         return self._check(commit, record.where, present)
 
     def report(self) -> ChainReport:
-        return ChainReport(
-            self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem
-        )
+        return ChainReport(self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem)
 
     def _check(self, commit: Commit, where: str, present: set[int] | None) -> bool:
         if self.workspace_id is None:
             self.workspace_id = commit.workspace_id
         if commit.workspace_id != self.workspace_id:
-            return self._fail(
-                "foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}"
-            )
+            return self._fail("foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}")
         if commit.version != self.expected:
             if present is not None and self.expected not in present:
                 return self._fail(
                     "missing", f"version {self.expected} is absent; {where} holds version {commit.version}"
                 )
-            return self._fail(
-                "out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs"
-            )
+            return self._fail("out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs")
         if commit.hash is None:
             return self._fail("unsealed", f"{where} carries no hash (written before the chain, or stripped)")
         if commit.content_hash() != commit.hash:

@@ -74,16 +74,12 @@ def unresolved(view: View) -> list[str]:
     out += [f"question {q['id']} is open" for q in view["questions"] if q["status"] == "open"]
     out += [f"work {w['request_id']} is {w['status']}" for w in view["pending_work"]]
     out += [
-        f"proposal {p['id']} requires revalidation"
-        for p in view["proposals"]
-        if p["status"] == "requires_revalidation"
+        f"proposal {p['id']} requires revalidation" for p in view["proposals"] if p["status"] == "requires_revalidation"
     ]
     return out
 
 
-def decide_next(
-    view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0
-) -> ControllerDecision:
+def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0) -> ControllerDecision:
     if view["status"] != "investigating":
         return ControllerDecision("none", f"the workspace is {view['status']}")
     waiting = [p for p in memory.scheduled if p not in memory.contributed]
@@ -99,11 +95,7 @@ def decide_next(
         wanted.append("verifier-1")
     for work in view["work"]:
         principal = specialist_principal(work["kind"])
-        if (
-            work["status"] == "awaiting_result"
-            and work["request_id"] in memory.requested
-            and principal not in wanted
-        ):
+        if work["status"] == "awaiting_result" and work["request_id"] in memory.requested and principal not in wanted:
             wanted.append(principal)
     open_points = unresolved(view)
     if new_evidence:
@@ -121,8 +113,7 @@ def decide_next(
                     {
                         "type": "status",
                         "to": "budget_exhausted",
-                        "reason": f"all {budget} investigation cycles are used; "
-                        f"still wanted: {', '.join(wanted)}",
+                        "reason": f"all {budget} investigation cycles are used; still wanted: {', '.join(wanted)}",
                         "handoff": f"Unresolved: {handoff}",
                     },
                 ),
@@ -175,8 +166,7 @@ def expired_claims(view: View, now: datetime) -> list[dict[str, Any]]:
                 {
                     "type": "work_reclaim",
                     "request_id": work["request_id"],
-                    "reason": f"lease of {work['holder']} (generation {work['generation']}) "
-                    f"expired at {expires}",
+                    "reason": f"lease of {work['holder']} (generation {work['generation']}) expired at {expires}",
                 }
             )
     return items

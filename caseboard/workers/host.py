@@ -94,9 +94,7 @@ class ConsumerHost:
         if notification.audience in ("snapshot", "history"):
             taken = self.store.view_version(consumer, notification.workspace_id)
             if notification.audience == "snapshot" and taken >= notification.workspace_version:
-                log.info(
-                    "notification_stale", consumer=consumer, notification_id=notification.id, taken=taken
-                )
+                log.info("notification_stale", consumer=consumer, notification_id=notification.id, taken=taken)
             else:
                 views[notification.workspace_id] = notification.workspace_version
                 if notification.audience == "snapshot":

@@ -64,9 +64,7 @@ def start_worker(
     return worker
 
 
-def build_dispatcher(
-    app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig
-) -> Dispatcher:
+def build_dispatcher(app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig) -> Dispatcher:
     return Dispatcher(open_outbox(app.ledger), store, broker, app.workspaces, config)
 
 

@@ -126,9 +126,7 @@ def act(
                 attempt=conflicts,
             )
             if conflicts >= max_attempts:
-                raise RetryBudgetSpent(
-                    participant.principal, notification.id, conflicts, outcome["current_version"]
-                )
+                raise RetryBudgetSpent(participant.principal, notification.id, conflicts, outcome["current_version"])
             continue
         raise ContributionRefused(participant.principal, outcome)
     return outcomes

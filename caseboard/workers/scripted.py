@@ -117,9 +117,7 @@ class ScriptedSpecialist:
             return [{"type": "work_claim", "request_id": work["request_id"], "lease_s": self.lease_s}]
         if work["status"] != "claimed" or work["holder"] != self.principal:
             return None
-        finding = self.findings.get(
-            self.kind, {"summary": f"nothing scripted for {self.kind}", "targets": []}
-        )
+        finding = self.findings.get(self.kind, {"summary": f"nothing scripted for {self.kind}", "targets": []})
         result: dict[str, Any] = {
             "type": "work_result",
             "request_id": work["request_id"],
@@ -147,11 +145,7 @@ class ScriptedVerifier:
     def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
         if notification.kind not in ("claim_to_check", "turn"):
             return None
-        checks = [
-            w["request_id"]
-            for w in view["work"]
-            if w["kind"].endswith("_check") and w["status"] == "completed"
-        ]
+        checks = [w["request_id"] for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
         claims = [h["id"] for h in view["hypotheses"] if h["status"] in ("supported", "challenged")]
         if notification.kind == "claim_to_check":
             claims = [c for c in claims if c == notification.subject]

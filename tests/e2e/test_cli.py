@@ -28,8 +28,13 @@ def caseboard(*args: str, url: str, cwd: Path | None = None) -> subprocess.Compl
     env.pop("CASEBOARD_LOG_LEVEL", None)
     return subprocess.run(
         [sys.executable, "-m", "caseboard", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def jsonl(text: str) -> list[dict[str, Any]]:
@@ -46,14 +51,21 @@ def contains(actual: Any, expected: Any, path: str = "$") -> list[str]:
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return [f"{path}: expected a mapping, got {actual!r}"]
-        return [problem for key, value in expected.items()
-                for problem in (contains(actual[key], value, f"{path}.{key}") if key in actual
-                                else [f"{path}.{key}: missing"])]  # fmt: skip
+        return [
+            problem
+            for key, value in expected.items()
+            for problem in (
+                contains(actual[key], value, f"{path}.{key}") if key in actual else [f"{path}.{key}: missing"]
+            )
+        ]
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{path}: expected {expected!r}, got {actual!r}"]
-        return [problem for index, (a, e) in enumerate(zip(actual, expected, strict=True))
-                for problem in contains(a, e, f"{path}[{index}]")]  # fmt: skip
+        return [
+            problem
+            for index, (a, e) in enumerate(zip(actual, expected, strict=True))
+            for problem in contains(a, e, f"{path}[{index}]")
+        ]
     return [] if actual == expected else [f"{path}: expected {expected!r}, got {actual!r}"]
 
 
@@ -183,8 +195,11 @@ def test_submit_answers_every_line_in_order_and_exits_one_when_any_was_refused(t
     assert done.returncode == 1
     outcomes = jsonl(done.stdout)
     assert [(o["ok"], o.get("workspace_version"), o.get("reason"), o.get("line")) for o in outcomes] == [
-        (True, 1, None, None), (True, 2, None, None), (False, None, "invalid", 3), (True, 3, None, None),
-    ]  # fmt: skip
+        (True, 1, None, None),
+        (True, 2, None, None),
+        (False, None, "invalid", 3),
+        (True, 3, None, None),
+    ]
     assert "Traceback" not in done.stderr
 
 
@@ -196,17 +211,30 @@ def test_a_line_that_is_not_utf8_is_refused_alone_and_the_lines_after_it_are_ans
     data = lines[0] + b"\n" + b'{"workspace_id": "incident-042", "author": "\xff"}\n' + lines[1] + b"\n"
     (tmp_path / "input.jsonl").write_bytes(data)
     done = subprocess.run(
-        [sys.executable, "-m", "caseboard", "submit", WS, "--trust-timestamps",
-         "--file", str(tmp_path / "input.jsonl") if source == "file" else "-"],
-        input=data if source == "stdin" else None, capture_output=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "caseboard",
+            "submit",
+            WS,
+            "--trust-timestamps",
+            "--file",
+            str(tmp_path / "input.jsonl") if source == "file" else "-",
+        ],
+        input=data if source == "stdin" else None,
+        capture_output=True,
+        timeout=120,
+        check=False,
         env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db", "LC_ALL": "C.UTF-8"},
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     assert b"Traceback" not in done.stderr
     outcomes = jsonl(done.stdout.decode())
     assert [(o["ok"], o.get("workspace_version"), o.get("reason")) for o in outcomes] == [
-        (True, 1, None), (False, None, "invalid"), (True, 2, None),
-    ]  # fmt: skip
+        (True, 1, None),
+        (False, None, "invalid"),
+        (True, 2, None),
+    ]
     assert "UTF-8" in outcomes[1]["message"]
 
 
@@ -252,9 +280,7 @@ def opened_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         (["explode"], "'explode'"),
     ],
 )
-def test_a_user_mistake_is_one_line_on_stderr_and_a_non_zero_exit(
-    opened_url: str, args: list[str], says: str
-) -> None:
+def test_a_user_mistake_is_one_line_on_stderr_and_a_non_zero_exit(opened_url: str, args: list[str], says: str) -> None:
     done = caseboard(*args, url=opened_url)
     assert says in assert_one_line_error(done)
     assert done.stdout == ""
@@ -271,9 +297,7 @@ def test_a_user_mistake_is_one_line_on_stderr_and_a_non_zero_exit(
         ('postgresql://postgres@127.0.0.1:5432/test?schema=a"b', "schema"),
     ],
 )
-def test_a_bad_database_url_is_one_line_on_stderr_and_a_non_zero_exit(
-    url: str, says: str, tmp_path: Path
-) -> None:
+def test_a_bad_database_url_is_one_line_on_stderr_and_a_non_zero_exit(url: str, says: str, tmp_path: Path) -> None:
     done = caseboard("show", WS, url=url, cwd=tmp_path)
     assert says in assert_one_line_error(done)
 
@@ -330,21 +354,40 @@ def test_four_submit_processes_fed_at_once_on_postgres_all_land_with_contiguous_
     assert caseboard("submit", WS, "--file", first, url=postgres_url).returncode == 0
     env = {**os.environ, "CASEBOARD_DATABASE_URL": postgres_url, "CASEBOARD_LOG_LEVEL": "warning"}
     batches = [
-        "".join(json.dumps({"author": {"principal": f"specialist-{p}", "role": "specialist"}, "items": [{
-            "type": "observation", "id": f"obs-{p}-{n}", "statement": "auth failures on one instance",
-            "source": {"system": "auth-logs", "instance": f"payments-api-{p}"},
-            "event_time": "2026-03-02T14:03:00Z", "event_time_quality": "verified"}]}) + "\n"
-            for n in range(10))
+        "".join(
+            json.dumps(
+                {
+                    "author": {"principal": f"specialist-{p}", "role": "specialist"},
+                    "items": [
+                        {
+                            "type": "observation",
+                            "id": f"obs-{p}-{n}",
+                            "statement": "auth failures on one instance",
+                            "source": {"system": "auth-logs", "instance": f"payments-api-{p}"},
+                            "event_time": "2026-03-02T14:03:00Z",
+                            "event_time_quality": "verified",
+                        }
+                    ],
+                }
+            )
+            + "\n"
+            for n in range(10)
+        )
         for p in range(4)
-    ]  # fmt: skip
+    ]
     with ExitStack() as stack:
         processes = [
-            stack.enter_context(subprocess.Popen(
-                [sys.executable, "-m", "caseboard", "submit", WS, "--file", "-"], env=env,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            ))
+            stack.enter_context(
+                subprocess.Popen(
+                    [sys.executable, "-m", "caseboard", "submit", WS, "--file", "-"],
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
             for _ in batches
-        ]  # fmt: skip
+        ]
         for process, batch in zip(processes, batches, strict=True):  # each waits on its input: fed together
             assert process.stdin is not None
             process.stdin.write(batch.encode())

@@ -93,9 +93,7 @@ def test_a_dispatcher_killed_after_sending_re_sends_and_consumers_absorb_the_dup
     cluster.spawn("dispatch")
     status = poll(
         "the re-sent batch absorbed",
-        lambda: (
-            (s := cluster.status()) and s["duplicates_absorbed"] == len(first) and s["pending"] == 0 and s
-        ),
+        lambda: (s := cluster.status()) and s["duplicates_absorbed"] == len(first) and s["pending"] == 0 and s,
     )
     assert status["duplicates_absorbed"] == len(first)
     assert status["pending"] == 0
@@ -140,9 +138,7 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
             ],
         ),
     ):
-        line = json.dumps(
-            {"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items}
-        )
+        line = json.dumps({"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items})
         assert coordinator.submit(parse_contribution(line))["ok"]
     queue = "caseboard.specialist.log_query"
     victim = cluster.spawn(

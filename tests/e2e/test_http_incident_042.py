@@ -44,17 +44,13 @@ def play_over_http(server: RunningServer) -> list[Any]:
             stale = json.loads(stale_install())
             stale.pop("author")
             refused = client.post("/workspaces/incident-042/contributions", json=stale)
-            statuses.append(
-                (refused.status_code, refused.json()["reason"], refused.json()["current_version"])
-            )
+            statuses.append((refused.status_code, refused.json()["reason"], refused.json()["current_version"]))
         if contribution["items"][0]["type"] == "open":
             item = contribution.pop("items")[0]
             item.pop("type")
             response = client.post("/workspaces", json={**contribution, **item})
         else:
-            response = client.post(
-                f"/workspaces/{contribution.pop('workspace_id')}/contributions", json=contribution
-            )
+            response = client.post(f"/workspaces/{contribution.pop('workspace_id')}/contributions", json=contribution)
         assert response.status_code == 201, (number, response.text)
         statuses.append(response.json()["workspace_version"])
     return statuses

@@ -33,9 +33,7 @@ def test_serve_demo_prints_keys_and_a_curl_line_that_works(tmp_path: Path) -> No
         "--demo-dir",
         str(tmp_path / "demo"),
     ]
-    with subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    ) as process:
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as process:
         try:
             lines: list[str] = []
             deadline = time.monotonic() + 60
@@ -98,10 +96,7 @@ def test_serve_with_two_workers_on_postgres_commits_every_write_once(postgres_ur
                 assert time.monotonic() < deadline and process.poll() is None, "the server did not start"
                 time.sleep(0.05)
             auth = {"Authorization": f"Bearer {operator}"}
-            assert (
-                httpx.post(f"{base}/workspaces", json=open_body("ws-workers"), headers=auth).status_code
-                == 201
-            )
+            assert httpx.post(f"{base}/workspaces", json=open_body("ws-workers"), headers=auth).status_code == 201
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {specialist}"}) as client:
                 for i in range(20):  # new connections land on either worker
                     body = {"items": [observation(f"obs-{i}")]}

@@ -26,9 +26,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "corpus"
 INCIDENTS = sorted(CORPUS.glob("*.jsonl"))
-KINDS = ("incident-042", "late-arrival", "budget-exhaustion", "zombie-writer", "expired-evidence",
-         "scope-change",
-         "stale-proposal", "instruction-text")  # fmt: skip
+KINDS = (
+    "incident-042",
+    "late-arrival",
+    "budget-exhaustion",
+    "zombie-writer",
+    "expired-evidence",
+    "scope-change",
+    "stale-proposal",
+    "instruction-text",
+)
 
 
 def pinned_versions(head: int) -> list[int]:
@@ -64,19 +71,17 @@ def test_both_reducers_render_the_pinned_projections(path: Path) -> None:
 def test_the_corpus_is_what_its_scenarios_produce() -> None:
     check = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "make_corpus.py"), "--check"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert check.returncode == 0, check.stderr
 
 
 def test_the_incident_042_scenario_is_the_shared_one_with_its_stale_install() -> None:
-    scenario = [
-        json.loads(line) for line in (CORPUS / "scenarios" / "incident-042.jsonl").read_text().splitlines()
-    ]
+    scenario = [json.loads(line) for line in (CORPUS / "scenarios" / "incident-042.jsonl").read_text().splitlines()]
     shared = ROOT / "caseboard" / "scenarios"
-    lines = [
-        json.loads(line) for line in (shared / "incident-042.jsonl").read_text().splitlines() if line.strip()
-    ]
+    lines = [json.loads(line) for line in (shared / "incident-042.jsonl").read_text().splitlines() if line.strip()]
     stale = json.loads((shared / "incident-042.stale-install.json").read_text())
     assert scenario == [*lines[:19], {"expect": "version_conflict", **stale}, *lines[19:]]
 
@@ -89,9 +94,7 @@ def test_the_zombie_writers_refused_result_leaves_no_trace_and_the_reclaim_does(
         ["work_reclaim"],
         ({"fenced_generation": 1, "fenced_holder": "cert-specialist-a"},),
     ) in kinds
-    assert not any(
-        principal == "cert-specialist-a" and types == ["work_result"] for principal, types, _ in kinds
-    )
+    assert not any(principal == "cert-specialist-a" and types == ["work_result"] for principal, types, _ in kinds)
     final = REDUCERS["workspace-rules-v1"].render(fold(commits, REDUCERS["workspace-rules-v1"]))
     assert [(w["generation"], w["status"], w["reclaims"]) for w in final["work"]] == [(2, "completed", 1)]
 

@@ -27,7 +27,9 @@ def contains(actual: Any, expected: Any, path: str = "$") -> list[str]:
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{path}: expected {expected!r}, got {actual!r}"]
-        return [p for i, (a, e) in enumerate(zip(actual, expected, strict=True)) for p in contains(a, e, f"{path}[{i}]")]
+        return [
+            p for i, (a, e) in enumerate(zip(actual, expected, strict=True)) for p in contains(a, e, f"{path}[{i}]")
+        ]
     return [] if actual == expected else [f"{path}: expected {expected!r}, got {actual!r}"]
 
 
@@ -48,8 +50,13 @@ def test_version_20_has_every_key_of_the_source_document(played: tuple[Coordinat
     projection = coordinator.workspaces.show("incident-042", 20)
     assert contains(projection, expected) == []
     assert projection["selected_items"]["hypotheses"][0].keys() == {
-        "id", "statement", "status", "supporting_evidence", "challenging_evidence", "open_questions"
-    }  # fmt: skip
+        "id",
+        "statement",
+        "status",
+        "supporting_evidence",
+        "challenging_evidence",
+        "open_questions",
+    }
 
 
 def test_stale_install_is_refused_with_the_summary_of_version_19(played: tuple[Coordinator, dict[str, Any]]) -> None:
@@ -58,7 +65,9 @@ def test_stale_install_is_refused_with_the_summary_of_version_19(played: tuple[C
     assert refused["reason"] == "version_conflict"
     assert refused["current_version"] == 19
     assert [c["workspace_version"] for c in refused["since"]] == [19]
-    assert "link obs-failures-before-change challenges hyp-certificate-initiated-failure" in refused["since"][0]["items"]
+    assert (
+        "link obs-failures-before-change challenges hyp-certificate-initiated-failure" in refused["since"][0]["items"]
+    )
     assert coordinator.ledger.head("incident-042") == 20
 
 
@@ -76,11 +85,23 @@ def test_replay_to_18_shows_support_and_19_shows_the_challenge(played: tuple[Coo
 @pytest.mark.parametrize("basis", [19, 20])
 def test_a_proposal_built_on_19_or_later_is_current(played: tuple[Coordinator, dict[str, Any]], basis: int) -> None:
     coordinator, _ = played
-    outcome = coordinator.submit(parse_contribution({
-        "workspace_id": "incident-042", "author": {"principal": "planner-1", "role": "planner"},
-        "items": [{"type": "proposal", "id": "proposal-009", "summary": "Compare certificate chains first",
-                   "based_on_workspace_version": basis, "depends_on": ["hyp-certificate-initiated-failure"]}],
-    }))  # fmt: skip
+    outcome = coordinator.submit(
+        parse_contribution(
+            {
+                "workspace_id": "incident-042",
+                "author": {"principal": "planner-1", "role": "planner"},
+                "items": [
+                    {
+                        "type": "proposal",
+                        "id": "proposal-009",
+                        "summary": "Compare certificate chains first",
+                        "based_on_workspace_version": basis,
+                        "depends_on": ["hyp-certificate-initiated-failure"],
+                    }
+                ],
+            }
+        )
+    )
     assert outcome["ok"], outcome
     assert outcome["items"][0]["recorded_status"] == "current"
     statuses = {p["id"]: p["status"] for p in coordinator.workspaces.show("incident-042")["proposals"]}

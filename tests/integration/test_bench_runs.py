@@ -26,8 +26,12 @@ def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgr
     env = {**os.environ, "CASEBOARD_BENCH_POSTGRES_URL": postgres_available}
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--only", "commit"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert isinstance(figures, dict)

@@ -32,23 +32,49 @@ T = TypeVar("T")
 
 
 def opening(workspace_id: str) -> Contribution:
-    return parse_contribution(contribution(
-        [{"type": "open", "goal": "Find out why authentication fails",
-          "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
-          "runtime_limits": {"max_selected_items": 20, "max_investigation_cycles": 6,
-                             "max_open_questions": 10, "max_proposals": 10, "max_pending_work": 10},
-          "execution_mode": "read_only"}],
-        principal="oncall-operator", role="operator", workspace_id=workspace_id,
-    ))  # fmt: skip
+    return parse_contribution(
+        contribution(
+            [
+                {
+                    "type": "open",
+                    "goal": "Find out why authentication fails",
+                    "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
+                    "runtime_limits": {
+                        "max_selected_items": 20,
+                        "max_investigation_cycles": 6,
+                        "max_open_questions": 10,
+                        "max_proposals": 10,
+                        "max_pending_work": 10,
+                    },
+                    "execution_mode": "read_only",
+                }
+            ],
+            principal="oncall-operator",
+            role="operator",
+            workspace_id=workspace_id,
+        )
+    )
 
 
 def observation(workspace_id: str, obs_id: str, principal: str, **envelope: Any) -> Contribution:
-    return parse_contribution(contribution(
-        [{"type": "observation", "id": obs_id, "statement": f"{principal} saw {obs_id}",
-          "source": {"system": "auth-logs", "instance": principal},
-          "event_time": "2026-03-02T14:03:00Z", "event_time_quality": "verified"}],
-        principal=principal, role="specialist", workspace_id=workspace_id, **envelope,
-    ))  # fmt: skip
+    return parse_contribution(
+        contribution(
+            [
+                {
+                    "type": "observation",
+                    "id": obs_id,
+                    "statement": f"{principal} saw {obs_id}",
+                    "source": {"system": "auth-logs", "instance": principal},
+                    "event_time": "2026-03-02T14:03:00Z",
+                    "event_time_quality": "verified",
+                }
+            ],
+            principal=principal,
+            role="specialist",
+            workspace_id=workspace_id,
+            **envelope,
+        )
+    )
 
 
 def obs_ids(principal: str, count: int) -> list[str]:
@@ -238,16 +264,23 @@ def test_writers_on_eight_workspaces_at_once_each_get_contiguous_versions(
 
 
 def process_writer(
-    url: str, workspace_id: str, principal: str, count: int, expected_version: int | None,
-    barrier: Any, results: Any,
-) -> None:  # fmt: skip
+    url: str,
+    workspace_id: str,
+    principal: str,
+    count: int,
+    expected_version: int | None,
+    barrier: Any,
+    results: Any,
+) -> None:
     """A writer process: its own ledger; the barrier releases the writes, then marks that all are done."""
     try:
         configure_logging("warning")
         writer = Writer.open(url, workspace_id)
         try:
-            batch = [observation(workspace_id, obs_id, principal, expected_version=expected_version)
-                     for obs_id in obs_ids(principal, count)]  # fmt: skip
+            batch = [
+                observation(workspace_id, obs_id, principal, expected_version=expected_version)
+                for obs_id in obs_ids(principal, count)
+            ]
             barrier.wait(timeout=TIMEOUT)
             outcomes = [writer.coordinator.submit(one) for one in batch]
             barrier.wait(timeout=TIMEOUT)  # every process has finished writing
@@ -269,7 +302,7 @@ def in_processes(url: str, workspace_id: str, count: int, expected_version: int 
             args=(url, workspace_id, f"specialist-{index}", count, expected_version, barrier, results),
         )
         for index in range(WRITERS)
-    ]  # fmt: skip
+    ]
     for process in processes:
         process.start()
     try:
@@ -320,9 +353,7 @@ def process_opener(url: str, barrier: Any, results: Any) -> None:
 def test_eight_processes_opening_a_fresh_schema_at_once_all_succeed(postgres_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
-    processes = [
-        ctx.Process(target=process_opener, args=(postgres_url, barrier, results)) for _ in range(WRITERS)
-    ]
+    processes = [ctx.Process(target=process_opener, args=(postgres_url, barrier, results)) for _ in range(WRITERS)]
     for process in processes:
         process.start()
     try:

@@ -99,10 +99,7 @@ def test_cli_export_and_import_round_trip_between_two_ledgers(
     out = tmp_path / "out.jsonl"
     assert main(["--database-url", store, "export", "late-arrival-017", "--out", str(out)]) == 0
     assert out.read_text() == (CORPUS / "late-arrival-017.jsonl").read_text()
-    assert (
-        main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")])
-        == 2
-    )
+    assert main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown workspace 'no-such-workspace'" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
     assert main(["--database-url", store, "import", str(out), "--as", "bad id!"]) == 2

@@ -58,15 +58,37 @@ def sides(postgres_url: str, clock: Clock) -> Iterator[tuple[Side, Side]]:
         ledger = open_ledger(postgres_url, pool_size=1)
         opened.append(Side(ledger, Coordinator(ledger, clock=clock)))
     zombie, others = opened
-    assert others.submit("oncall-operator", "operator", [{
-        "type": "open", "goal": "Find out why authentication fails",
-        "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
-        "runtime_limits": {"max_selected_items": 20, "max_investigation_cycles": 6, "max_open_questions": 10,
-                           "max_proposals": 10, "max_pending_work": 10},
-        "execution_mode": "read_only"}])["ok"]  # fmt: skip
-    assert others.submit("planner-1", "planner", [{
-        "type": "work_request", "request_id": REQUEST, "kind": "certificate_check",
-        "target": "certificate chains presented by payments-api instances"}])["ok"]  # fmt: skip
+    assert others.submit(
+        "oncall-operator",
+        "operator",
+        [
+            {
+                "type": "open",
+                "goal": "Find out why authentication fails",
+                "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
+                "runtime_limits": {
+                    "max_selected_items": 20,
+                    "max_investigation_cycles": 6,
+                    "max_open_questions": 10,
+                    "max_proposals": 10,
+                    "max_pending_work": 10,
+                },
+                "execution_mode": "read_only",
+            }
+        ],
+    )["ok"]
+    assert others.submit(
+        "planner-1",
+        "planner",
+        [
+            {
+                "type": "work_request",
+                "request_id": REQUEST,
+                "kind": "certificate_check",
+                "target": "certificate chains presented by payments-api instances",
+            }
+        ],
+    )["ok"]
     yield zombie, others
     for side in opened:
         side.ledger.close()
@@ -79,12 +101,19 @@ def claim(side: Side, principal: str, lease_s: int = 300) -> dict[str, Any]:
 
 def result(side: Side, principal: str, generation: int, obs_id: str, **envelope: Any) -> dict[str, Any]:
     item = {
-        "type": "work_result", "request_id": REQUEST, "generation": generation, "status": "completed",
+        "type": "work_result",
+        "request_id": REQUEST,
+        "generation": generation,
+        "status": "completed",
         "summary": f"{principal}: chains differ between instances",
-        "observation": {"id": obs_id, "statement": "payments-api-3 presents an intermediate-less chain",
-                        "source": {"system": "tls-probe", "instance": "payments-api-3"},
-                        "event_time": "2026-03-02T14:09:00Z", "event_time_quality": "verified"},
-    }  # fmt: skip
+        "observation": {
+            "id": obs_id,
+            "statement": "payments-api-3 presents an intermediate-less chain",
+            "source": {"system": "tls-probe", "instance": "payments-api-3"},
+            "event_time": "2026-03-02T14:09:00Z",
+            "event_time_quality": "verified",
+        },
+    }
     return side.submit(principal, "specialist", [item], **envelope)
 
 

@@ -27,10 +27,7 @@ def read_events(response: httpx.Response, until: int) -> list[dict[str, str]]:
         if not line:
             if current:
                 events.append(current)
-                if (
-                    current.get("event") == "end"
-                    or len([e for e in events if e.get("event") == "commit"]) >= until
-                ):
+                if current.get("event") == "end" or len([e for e in events if e.get("event") == "commit"]) >= until:
                     return events
             current = {}
             continue
@@ -44,17 +41,13 @@ def read_events(response: httpx.Response, until: int) -> list[dict[str, str]]:
 def test_a_subscriber_gets_past_and_new_commits_in_order_with_resumable_ids(server: RunningServer) -> None:
     specialist = server.as_("log-specialist", "specialist")
     assert (
-        specialist.post(
-            "/workspaces/ws-events/contributions", json={"items": [observation("obs-1")]}
-        ).status_code
+        specialist.post("/workspaces/ws-events/contributions", json={"items": [observation("obs-1")]}).status_code
         == 201
     )
     subscriber = server.as_("watcher", "controller")
     later = threading.Timer(
         0.3,
-        lambda: specialist.post(
-            "/workspaces/ws-events/contributions", json={"items": [observation("obs-2")]}
-        ),
+        lambda: specialist.post("/workspaces/ws-events/contributions", json={"items": [observation("obs-2")]}),
     )
     with subscriber.stream("GET", "/workspaces/ws-events/events", params={"timeout_s": 20}) as response:
         assert response.status_code == 200
@@ -65,9 +58,7 @@ def test_a_subscriber_gets_past_and_new_commits_in_order_with_resumable_ids(serv
     commits = [e for e in events if e.get("event") == "commit"]
     assert [e["id"] for e in commits] == ["1", "2", "3"]
     assert json.loads(commits[2]["data"])["items"] == ["observation obs-2"]
-    resumed = subscriber.get(
-        "/workspaces/ws-events/events", params={"timeout_s": 0.2}, headers={"Last-Event-ID": "2"}
-    )
+    resumed = subscriber.get("/workspaces/ws-events/events", params={"timeout_s": 0.2}, headers={"Last-Event-ID": "2"})
     ids = [line[4:] for line in resumed.text.splitlines() if line.startswith("id: ")]
     assert ids == ["3"]
     assert "event: end" in resumed.text and '"next_after": 3' in resumed.text
@@ -78,9 +69,7 @@ def test_the_stream_ends_when_the_client_disconnects(server: RunningServer) -> N
     with subscriber.stream("GET", "/workspaces/ws-events/events", params={"timeout_s": 600}) as response:
         assert response.status_code == 200
         next(response.iter_lines())
-    pattern = (
-        'caseboard_http_requests_total{method="GET",route="/workspaces/{workspace_id}/events",status="200"} 1'
-    )
+    pattern = 'caseboard_http_requests_total{method="GET",route="/workspaces/{workspace_id}/events",status="200"} 1'
     deadline = time.monotonic() + 10
     while pattern not in httpx.get(f"{server.base_url}/metrics").text:
         assert time.monotonic() < deadline, "the stream was still open 10 s after the client left"
@@ -91,10 +80,7 @@ def test_health_and_metrics_count_commits_refusals_and_latency(server: RunningSe
     assert httpx.get(f"{server.base_url}/health").json() == {"status": "ok", "ledger": "ok"}
     planner = server.as_("planner-1", "planner")
     assert (
-        planner.post(
-            "/workspaces/ws-events/contributions", json={"items": [observation("obs-x")]}
-        ).status_code
-        == 403
+        planner.post("/workspaces/ws-events/contributions", json={"items": [observation("obs-x")]}).status_code == 403
     )
     assert (
         planner.post(

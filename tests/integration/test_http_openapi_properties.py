@@ -37,9 +37,7 @@ def operator_token(server: RunningServer) -> str:
     return server.token("fuzz-operator", "operator")
 
 
-def test_no_operation_answers_with_a_server_error_or_off_its_schema(
-    server: RunningServer, operator_token: str
-) -> None:
+def test_no_operation_answers_with_a_server_error_or_off_its_schema(server: RunningServer, operator_token: str) -> None:
     schema = schemathesis.openapi.from_url(f"{server.base_url}/openapi.json").exclude(path_regex="/events$")
     headers = {"Authorization": f"Bearer {operator_token}"}
     operations = [result.ok() for result in schema.get_all_operations()]

@@ -54,11 +54,7 @@ PLANNER = ("planner-1", "planner")
         (PLANNER, {"items": [observation("obs-by-planner")]}, 403, "forbidden"),
         (
             PLANNER,
-            {
-                "items": [
-                    {"type": "hypothesis", "id": "h-1", "statement": "x", "supporting_evidence": ["nope"]}
-                ]
-            },
+            {"items": [{"type": "hypothesis", "id": "h-1", "statement": "x", "supporting_evidence": ["nope"]}]},
             422,
             "unknown_reference",
         ),
@@ -106,9 +102,7 @@ def test_a_closed_workspace_refuses_with_409(tmp_path_factory: pytest.TempPathFa
         operator = server.as_("op", "operator")
         assert operator.post("/workspaces", json=open_body("ws-closed")).status_code == 201
         close = {"type": "status", "to": "closed", "reason": "done"}
-        assert (
-            operator.post("/workspaces/ws-closed/contributions", json={"items": [close]}).status_code == 201
-        )
+        assert operator.post("/workspaces/ws-closed/contributions", json={"items": [close]}).status_code == 201
         planner = server.as_("planner-1", "planner")
         question = {"type": "question", "id": "q-late", "text": "late?"}
         response = planner.post("/workspaces/ws-closed/contributions", json={"items": [question]})

@@ -119,18 +119,14 @@ def test_a_forged_author_in_the_body_is_ignored(server: RunningServer) -> None:
         "statement": "The change initiated it",
         "supporting_evidence": ["obs-a-1"],
     }
-    accepted = planner.post(
-        "/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [hypothesis]}
-    )
+    accepted = planner.post("/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [hypothesis]})
     assert accepted.status_code == 201, accepted.text
     assert accepted.json()["author"] == {"principal": "planner-7", "role": "planner"}
     version = accepted.json()["workspace_version"]
     commit = planner.get("/workspaces/ws-tenant-a/ledger", params={"after": version - 1}).json()["commits"][0]
     assert commit["author"] == {"principal": "planner-7", "role": "planner"}
     closing = {"type": "status", "to": "closed", "reason": "the forged operator closes it"}
-    refused = planner.post(
-        "/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [closing]}
-    )
+    refused = planner.post("/workspaces/ws-tenant-a/contributions", json={"author": forged, "items": [closing]})
     assert refused.status_code == 403
     assert refused.json()["reason"] == "forbidden"
     assert planner.get("/workspaces/ws-tenant-a").json()["status"] == "investigating"

@@ -36,17 +36,11 @@ def test_the_view_is_reproducible_as_of_a_version(server: RunningServer) -> None
     specialist = server.as_("log-specialist", "specialist")
     planner = server.as_("planner-1", "planner")
     assert (
-        specialist.post(
-            "/workspaces/ws-view/contributions", json={"items": [observation("obs-1")]}
-        ).status_code
-        == 201
+        specialist.post("/workspaces/ws-view/contributions", json={"items": [observation("obs-1")]}).status_code == 201
     )
     first = planner.get("/workspaces/ws-view/view", params={"budget_chars": 5000, "version": 2}).json()
     assert (
-        specialist.post(
-            "/workspaces/ws-view/contributions", json={"items": [observation("obs-2")]}
-        ).status_code
-        == 201
+        specialist.post("/workspaces/ws-view/contributions", json={"items": [observation("obs-2")]}).status_code == 201
     )
     again = planner.get("/workspaces/ws-view/view", params={"budget_chars": 5000, "version": 2}).json()
     assert first == again
@@ -61,10 +55,7 @@ def test_a_key_reads_the_view_of_its_own_roles_and_an_operator_any(server: Runni
     assert refused.status_code == 403 and refused.json()["reason"] == "forbidden"
     operator = server.as_("op-2", "operator")
     assert (
-        operator.get(
-            "/workspaces/ws-view/view", params={"budget_chars": 2000, "role": "verifier"}
-        ).status_code
-        == 200
+        operator.get("/workspaces/ws-view/view", params={"budget_chars": 2000, "role": "verifier"}).status_code == 200
     )
     too_small = planner.get("/workspaces/ws-view/view", params={"budget_chars": 10})
     assert too_small.status_code == 422 and too_small.json()["field"] == "budget_chars"

@@ -18,9 +18,7 @@ def _restore_logging() -> Iterator[None]:
     structlog.reset_defaults()  # main() logged to a captured stream that pytest closes
 
 
-def live(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], cycles: int
-) -> tuple[int, str, dict[str, object]]:
+def live(tmp_path: Path, capsys: pytest.CaptureFixture[str], cycles: int) -> tuple[int, str, dict[str, object]]:
     url = f"sqlite:///{tmp_path}/ledger.db"
     code = main(["--database-url", url, "demo", "--live", "--cycles", str(cycles), "--timeout", "40"])
     out = capsys.readouterr().out

@@ -40,9 +40,7 @@ def test_a_commit_that_lands_late_is_never_skipped(postgres_url: str) -> None:
         assert recorder.select_outbox(START, 100) == []  # ws-fast is committed but ws-slow may land before it
         slow.commit()
         # Another session's older transaction on a shared server can hold the horizon back for a moment.
-        rows = poll(
-            "both rows final", lambda: (r := recorder.select_outbox(START, 100)) and len(r) == 2 and r
-        )
+        rows = poll("both rows final", lambda: (r := recorder.select_outbox(START, 100)) and len(r) == 2 and r)
         assert [stored.originator_id for _, _, stored in rows] == ["ws-slow", "ws-fast"]
         assert rows[0][:2] < rows[1][:2]
         assert recorder.select_outbox(rows[-1][:2], 100) == []

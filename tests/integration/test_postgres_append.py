@@ -12,13 +12,23 @@ from tests.conftest import contribution
 
 pytestmark = pytest.mark.postgres
 
-LIMITS = {"max_selected_items": 1, "max_investigation_cycles": 1, "max_open_questions": 1, "max_proposals": 1,
-          "max_pending_work": 1}  # fmt: skip
+LIMITS = {
+    "max_selected_items": 1,
+    "max_investigation_cycles": 1,
+    "max_open_questions": 1,
+    "max_proposals": 1,
+    "max_pending_work": 1,
+}
 
 
 def open_workspace(ledger: EventsourcingLedger) -> Commit:
-    item = {"type": "open", "scope": {"tenant_id": "t", "environment": "e", "service": "s"}, "goal": "g",
-            "runtime_limits": LIMITS, "execution_mode": "read_only"}  # fmt: skip
+    item = {
+        "type": "open",
+        "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
+        "goal": "g",
+        "runtime_limits": LIMITS,
+        "execution_mode": "read_only",
+    }
     outcome = Coordinator(ledger).submit(parse_contribution(contribution([item], "operator-1", "operator")))
     assert outcome["ok"] is True
     return ledger.read("ws-1")[0]

@@ -65,26 +65,19 @@ def test_an_update_of_one_rows_content_is_reported_at_that_version(
 ) -> None:
     data = state_of(ledger, 12)
     data["at"] = "2026-03-02T14:05:16Z"
-    sql(postgres_url, UPDATE_STATE,
-        json.dumps(data).encode(), "incident-042", 12)  # fmt: skip
+    sql(postgres_url, UPDATE_STATE, json.dumps(data).encode(), "incident-042", 12)
     assert problem(ledger) == (12, "altered")
 
 
-def test_an_updated_and_resealed_row_is_caught_by_the_next_link(
-    ledger: EventsourcingLedger, postgres_url: str
-) -> None:
+def test_an_updated_and_resealed_row_is_caught_by_the_next_link(ledger: EventsourcingLedger, postgres_url: str) -> None:
     commit = Commit.model_validate(state_of(ledger, 9))
     decision = {"generation": 7, "lease_expires_at": "2026-03-02T14:09:44Z"}
-    forged = commit.model_copy(update={"decisions": (decision,),
-                                       "hash": None}).sealed()  # fmt: skip
-    sql(postgres_url, UPDATE_STATE,
-        forged.model_dump_json(exclude_none=True).encode(), "incident-042", 9)  # fmt: skip
+    forged = commit.model_copy(update={"decisions": (decision,), "hash": None}).sealed()
+    sql(postgres_url, UPDATE_STATE, forged.model_dump_json(exclude_none=True).encode(), "incident-042", 9)
     assert problem(ledger) == (9, "broken_link")
 
 
-def test_a_deleted_row_is_reported_as_the_missing_version(
-    ledger: EventsourcingLedger, postgres_url: str
-) -> None:
+def test_a_deleted_row_is_reported_as_the_missing_version(ledger: EventsourcingLedger, postgres_url: str) -> None:
     sql(
         postgres_url,
         "DELETE FROM caseboard_commits WHERE originator_id = %s AND originator_version = 7",
@@ -97,17 +90,26 @@ def test_swapped_rows_are_reported_at_the_first_misplaced_version(
     ledger: EventsourcingLedger, postgres_url: str
 ) -> None:
     for old, new in ((15, -15), (16, 15), (-15, 16)):
-        sql(postgres_url, "UPDATE caseboard_commits SET originator_version = %s "
-            "WHERE originator_id = %s AND originator_version = %s", new, "incident-042", old)  # fmt: skip
+        sql(
+            postgres_url,
+            "UPDATE caseboard_commits SET originator_version = %s WHERE originator_id = %s AND originator_version = %s",
+            new,
+            "incident-042",
+            old,
+        )
     assert problem(ledger) == (15, "out_of_order")
 
 
 def test_cli_verify_of_a_tampered_workspace_exits_1_and_names_the_version(
     ledger: EventsourcingLedger, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sql(postgres_url, "UPDATE caseboard_commits SET state = convert_to(replace(convert_from(state, 'UTF8'), "
+    sql(
+        postgres_url,
+        "UPDATE caseboard_commits SET state = convert_to(replace(convert_from(state, 'UTF8'), "
         "'No deploys in the window', 'One deploy in the window'), 'UTF8') "
-        "WHERE originator_id = %s AND originator_version = 11", "incident-042")  # fmt: skip
+        "WHERE originator_id = %s AND originator_version = 11",
+        "incident-042",
+    )
     assert main(["--database-url", postgres_url, "verify", "incident-042", "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["first_bad_version"], report["kind"]) == (11, "altered")

@@ -65,9 +65,7 @@ class Board:
             return refusal.to_outcome()
         return self.coordinator.submit(contribution)
 
-    def ok(
-        self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any
-    ) -> dict[str, Any]:
+    def ok(self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any) -> dict[str, Any]:
         outcome = self.submit(role, items, principal, **extra)
         assert outcome["ok"], outcome
         return outcome

@@ -80,9 +80,7 @@ def test_json_output_carries_every_difference(capsys: pytest.CaptureFixture[str]
         (["--reducer", V1, "--reducer", "workspace-rules-v9", str(CORPUS)], "invalid choice"),
     ],
 )
-def test_a_mistake_is_one_line_and_exit_2(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_mistake_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     try:
         code = main(["compare", *argv])
     except SystemExit as exit:

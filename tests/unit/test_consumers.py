@@ -76,9 +76,7 @@ def test_a_redelivered_notification_is_absorbed_and_counted(store: DispatchStore
     assert store.view_version("caseboard.history", "ws-u") == 2
 
 
-def test_a_snapshot_notice_older_than_what_was_taken_in_is_a_no_op(
-    store: DispatchStore, broker: StubBroker
-) -> None:
+def test_a_snapshot_notice_older_than_what_was_taken_in_is_a_no_op(store: DispatchStore, broker: StubBroker) -> None:
     host = ConsumerHost(store, None, {})
     run(broker, host, [snapshot(5)])
     run(broker, host, [snapshot(3)])

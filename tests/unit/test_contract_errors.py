@@ -63,13 +63,9 @@ LONG = "x" * 4097
 
 PARSE_CASES: dict[str, Case] = {
     "malformed JSON": Case('{"workspace_id": "ws-1", "items": [', "invalid", "$", "not JSON"),
-    "a JSON array instead of an object": Case(
-        json.dumps([envelope([obs("obs-9")])]), "invalid", "$", "object"
-    ),
+    "a JSON array instead of an object": Case(json.dumps([envelope([obs("obs-9")])]), "invalid", "$", "object"),
     "a JSON string instead of an object": Case('"observation"', "invalid", "$", "object"),
-    "an unknown item type": Case(
-        text([{"type": "rumour", "id": "r-1"}]), "invalid", "items[0].type", "rumour"
-    ),
+    "an unknown item type": Case(text([{"type": "rumour", "id": "r-1"}]), "invalid", "items[0].type", "rumour"),
     "an item without a type": Case(text([without(obs("obs-9"), "type")]), "invalid", "items[0].type", "type"),
     "a missing statement": Case(
         text([without(obs("obs-9"), "statement")]), "invalid", "items[0].statement", "statement"
@@ -77,18 +73,14 @@ PARSE_CASES: dict[str, Case] = {
     "a missing source inside an observation": Case(
         text([without(obs("obs-9"), "source")]), "invalid", "items[0].source", "source"
     ),
-    "a missing author": Case(
-        json.dumps(without(envelope([obs("obs-9")]), "author")), "invalid", "author", "author"
-    ),
+    "a missing author": Case(json.dumps(without(envelope([obs("obs-9")]), "author")), "invalid", "author", "author"),
     "a missing workspace_id": Case(
         json.dumps(without(envelope([obs("obs-9")]), "workspace_id")),
         "invalid",
         "workspace_id",
         "workspace_id",
     ),
-    "an extra top-level field": Case(
-        text([obs("obs-9")], priority="high"), "invalid", "priority", "priority"
-    ),
+    "an extra top-level field": Case(text([obs("obs-9")], priority="high"), "invalid", "priority", "priority"),
     "an extra field in an item": Case(
         text([{**obs("obs-9"), "severity": 3}]), "invalid", "items[0].severity", "severity"
     ),
@@ -99,9 +91,7 @@ PARSE_CASES: dict[str, Case] = {
         "region",
     ),
     "an extra field in the author": Case(
-        json.dumps(
-            {**envelope([obs("obs-9")]), "author": {"principal": "s-1", "role": "specialist", "admin": True}}
-        ),
+        json.dumps({**envelope([obs("obs-9")]), "author": {"principal": "s-1", "role": "specialist", "admin": True}}),
         "invalid",
         "author.admin",
         "admin",
@@ -112,12 +102,8 @@ PARSE_CASES: dict[str, Case] = {
     "a numeric string for an int": Case(
         text([claim("req-1") | {"lease_s": "300"}]), "invalid", "items[0].lease_s", "lease_s"
     ),
-    "a boolean for an int": Case(
-        text([claim("req-1") | {"lease_s": True}]), "invalid", "items[0].lease_s", "lease_s"
-    ),
-    "a fraction for an int": Case(
-        text([claim("req-1") | {"lease_s": 2.5}]), "invalid", "items[0].lease_s", "lease_s"
-    ),
+    "a boolean for an int": Case(text([claim("req-1") | {"lease_s": True}]), "invalid", "items[0].lease_s", "lease_s"),
+    "a fraction for an int": Case(text([claim("req-1") | {"lease_s": 2.5}]), "invalid", "items[0].lease_s", "lease_s"),
     "a string for expected_version": Case(
         text([obs("obs-9")], expected_version="2"), "invalid", "expected_version", "expected_version"
     ),
@@ -159,15 +145,11 @@ PARSE_CASES: dict[str, Case] = {
         "author.role",
         "role",
     ),
-    "an oversized statement": Case(
-        text([obs("obs-9", statement=LONG)]), "invalid", "items[0].statement", "4096"
-    ),
+    "an oversized statement": Case(text([obs("obs-9", statement=LONG)]), "invalid", "items[0].statement", "4096"),
     "an oversized hypothesis statement": Case(
         text([hyp("hyp-9", statement=LONG)], role="planner"), "invalid", "items[0].statement", "4096"
     ),
-    "an empty statement": Case(
-        text([obs("obs-9", statement="")]), "invalid", "items[0].statement", "statement"
-    ),
+    "an empty statement": Case(text([obs("obs-9", statement="")]), "invalid", "items[0].statement", "statement"),
     "an event_time of 'yesterday'": Case(
         text([obs("obs-9", event_time="yesterday")]), "invalid", "items[0].event_time", "event_time"
     ),
@@ -273,18 +255,14 @@ RULE_CASES: dict[str, Case] = {
         text([work_request("req-1")], role="planner"), "duplicate_id", "items[0].request_id", "req-1"
     ),
     "a hypothesis from a specialist": Case(text([hyp("hyp-9")]), "forbidden", "items[0]", "specialist"),
-    "an observation from a planner": Case(
-        text([obs("obs-9")], role="planner"), "forbidden", "items[0]", "planner"
-    ),
+    "an observation from a planner": Case(text([obs("obs-9")], role="planner"), "forbidden", "items[0]", "planner"),
     "a proposal from a verifier": Case(
         text([proposal("prop-9", 3, "hyp-1")], role="verifier"), "forbidden", "items[0]", "verifier"
     ),
     "a cycle from a planner": Case(
         text([{"type": "cycle", "number": 1}], role="planner"), "forbidden", "items[0]", "planner"
     ),
-    "a selection from a specialist": Case(
-        text([selection(select=("obs-1",))]), "forbidden", "items[0]", "specialist"
-    ),
+    "a selection from a specialist": Case(text([selection(select=("obs-1",))]), "forbidden", "items[0]", "specialist"),
     "a verification from a planner": Case(
         text([verification("hyp-1", "req-1", "confirmed")], role="planner"),
         "forbidden",
@@ -300,9 +278,7 @@ RULE_CASES: dict[str, Case] = {
         "items[0].decision",
         "operator",
     ),
-    "a claim from a controller": Case(
-        text([claim("req-1")], role="controller"), "forbidden", "items[0]", "controller"
-    ),
+    "a claim from a controller": Case(text([claim("req-1")], role="controller"), "forbidden", "items[0]", "controller"),
     "a constraints change from a controller": Case(
         text([{"type": "constraints", "goal": "other"}], role="controller"),
         "forbidden",
@@ -380,9 +356,7 @@ def test_a_rule_violation_gets_its_reason_token_and_names_the_field(case: Case) 
 
 
 def test_the_refusal_message_of_a_parse_error_starts_with_the_field_path() -> None:
-    outcome = seeded().raw(
-        text([{**obs("obs-9"), "source": {"system": "logs", "instance": "i", "zone": "z"}}])
-    )
+    outcome = seeded().raw(text([{**obs("obs-9"), "source": {"system": "logs", "instance": "i", "zone": "z"}}]))
     assert outcome["message"].startswith("items[0].source.zone: ")
 
 
@@ -439,10 +413,19 @@ def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
     too_many = [f"obs-{i}" for i in range(257)]
     hypothesis = {"type": "hypothesis", "id": "h", "statement": "s", "supporting_evidence": too_many}
     with pytest.raises(Refused) as refused:
-        parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [hypothesis]})
+        parse_contribution(
+            {"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [hypothesis]}
+        )
     assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].supporting_evidence")
-    judgment = {"type": "judgment", "invocation_id": "i", "component": "c", "model": "m", "prompt_sha256": "0" * 64,
-                "input_workspace_version": 1, "output": {"text": "x" * 70000}}  # fmt: skip
+    judgment = {
+        "type": "judgment",
+        "invocation_id": "i",
+        "component": "c",
+        "model": "m",
+        "prompt_sha256": "0" * 64,
+        "input_workspace_version": 1,
+        "output": {"text": "x" * 70000},
+    }
     with pytest.raises(Refused) as refused:
         parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [judgment]})
     assert refused.value.field == "items[0].output"

@@ -15,12 +15,8 @@ from caseboard.workers.runtime import bounded_view
 NOW = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 
 
-def submit(
-    coordinator: Coordinator, principal: str, role: str, items: list[dict[str, Any]]
-) -> dict[str, Any]:
-    line = json.dumps(
-        {"workspace_id": "ws-c", "author": {"principal": principal, "role": role}, "items": items}
-    )
+def submit(coordinator: Coordinator, principal: str, role: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    line = json.dumps({"workspace_id": "ws-c", "author": {"principal": principal, "role": role}, "items": items})
     outcome = coordinator.submit(parse_contribution(line))
     assert outcome["ok"], outcome
     return outcome
@@ -52,9 +48,7 @@ def test_a_fresh_workspace_gets_the_planner_in_cycle_one() -> None:
 
 def test_a_scheduled_participant_is_waited_for_until_its_turn_times_out() -> None:
     coordinator = opened(3)
-    submit(
-        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
-    )
+    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
     memory = memory_of(coordinator)
     assert decide_next(view(coordinator), memory, NOW, turn_timeout_s=60).action == "wait"
     later = decide_next(view(coordinator), memory, NOW + timedelta(seconds=61), turn_timeout_s=60)
@@ -64,9 +58,7 @@ def test_a_scheduled_participant_is_waited_for_until_its_turn_times_out() -> Non
 
 def test_the_controller_never_schedules_past_the_budget_and_hands_off() -> None:
     coordinator = opened(1)
-    submit(
-        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
-    )
+    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
     submit(
         coordinator,
         "planner-1",
@@ -94,12 +86,8 @@ def test_the_controller_never_schedules_past_the_budget_and_hands_off() -> None:
 
 def test_nothing_left_to_do_ends_in_evidence_incomplete_with_a_handoff() -> None:
     coordinator = opened(3)
-    submit(
-        coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}]
-    )
-    submit(
-        coordinator, "planner-1", "planner", [{"type": "question", "id": "q-1", "text": "When did it start?"}]
-    )
+    submit(coordinator, "controller", "controller", [{"type": "cycle", "number": 1, "scheduled": ["planner-1"]}])
+    submit(coordinator, "planner-1", "planner", [{"type": "question", "id": "q-1", "text": "When did it start?"}])
     decision = decide_next(view(coordinator), memory_of(coordinator), NOW)
     assert decision.action == "status"
     assert decision.items[0]["to"] == "evidence_incomplete"

@@ -15,10 +15,20 @@ from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 from tests.conftest import contribution
 
 AT = datetime(2026, 3, 2, 14, 10, tzinfo=UTC)
-LIMITS = {"max_selected_items": 5, "max_investigation_cycles": 2, "max_open_questions": 2, "max_proposals": 2,
-          "max_pending_work": 2}  # fmt: skip
-OPEN = {"type": "open", "scope": {"tenant_id": "t", "environment": "e", "service": "s"}, "goal": "g",
-        "runtime_limits": LIMITS, "execution_mode": "read_only"}  # fmt: skip
+LIMITS = {
+    "max_selected_items": 5,
+    "max_investigation_cycles": 2,
+    "max_open_questions": 2,
+    "max_proposals": 2,
+    "max_pending_work": 2,
+}
+OPEN = {
+    "type": "open",
+    "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
+    "goal": "g",
+    "runtime_limits": LIMITS,
+    "execution_mode": "read_only",
+}
 
 
 def specialist(*items: dict[str, Any]) -> Contribution:
@@ -30,14 +40,18 @@ def planner(*items: dict[str, Any]) -> Contribution:
 
 
 def observation(obs_id: str) -> dict[str, Any]:
-    return {"type": "observation", "id": obs_id, "statement": "failures from 14:03",
-            "source": {"system": "auth-logs", "instance": "api-2"}, "event_time": "2026-03-02T14:03:00Z",
-            "event_time_quality": "verified"}  # fmt: skip
+    return {
+        "type": "observation",
+        "id": obs_id,
+        "statement": "failures from 14:03",
+        "source": {"system": "auth-logs", "instance": "api-2"},
+        "event_time": "2026-03-02T14:03:00Z",
+        "event_time_quality": "verified",
+    }
 
 
 def proposal(state: WorkspaceState) -> dict[str, Any]:
-    return {"type": "proposal", "id": "prop-1", "summary": "roll back",
-            "based_on_workspace_version": state.version}  # fmt: skip
+    return {"type": "proposal", "id": "prop-1", "summary": "roll back", "based_on_workspace_version": state.version}
 
 
 def opened_state() -> WorkspaceState:
@@ -48,8 +62,11 @@ def opened_state() -> WorkspaceState:
 
 
 def copied(state: WorkspaceState) -> dict[str, Any]:
-    return {name: copy.deepcopy(dict(value) if name in state.MAPPINGS else value)
-            for name in state.__slots__ for value in [getattr(state, name)]}  # fmt: skip
+    return {
+        name: copy.deepcopy(dict(value) if name in state.MAPPINGS else value)
+        for name in state.__slots__
+        for value in [getattr(state, name)]
+    }
 
 
 def test_a_later_item_may_refer_to_what_an_earlier_item_of_the_same_contribution_created() -> None:
@@ -65,9 +82,11 @@ def test_a_later_item_may_refer_to_what_an_earlier_item_of_the_same_contribution
 def test_deciding_one_item_or_several_leaves_the_state_it_reads_unchanged() -> None:
     state = opened_state()
     before = copied(state)
-    for contribution_ in (specialist(observation("obs-2")),
-                          specialist(observation("obs-3"), observation("obs-4")),
-                          planner(proposal(state))):  # fmt: skip
+    for contribution_ in (
+        specialist(observation("obs-2")),
+        specialist(observation("obs-3"), observation("obs-4")),
+        planner(proposal(state)),
+    ):
         assert isinstance(decide(state, contribution_, AT), Commit)
     assert copied(state) == before
 

@@ -88,12 +88,9 @@ def test_the_import_checker_would_flag_the_coordinators_imports() -> None:
     ]
     assert not allowed("caseboard.domainx")
     assert allowed("caseboard.reducers.workspace_rules_v1.state")
-    relative = {
-        imported for _, imported in imports_of(PACKAGE / "reducers" / "workspace_rules_v1" / "__init__.py")
-    }
+    relative = {imported for _, imported in imports_of(PACKAGE / "reducers" / "workspace_rules_v1" / "__init__.py")}
     assert (
-        "caseboard.reducers.workspace_rules_v1.codec" in relative
-        or "caseboard.reducers.workspace_rules_v1" in relative
+        "caseboard.reducers.workspace_rules_v1.codec" in relative or "caseboard.reducers.workspace_rules_v1" in relative
     )
 
 

@@ -22,9 +22,7 @@ def coordinator() -> Coordinator:
     return coordinator
 
 
-def view(
-    coordinator: Coordinator, budget: int, role: Role = Role.PLANNER, version: int | None = None
-) -> ModelView:
+def view(coordinator: Coordinator, budget: int, role: Role = Role.PLANNER, version: int | None = None) -> ModelView:
     state = coordinator.workspaces.state_at("incident-042", version)
     commits = coordinator.ledger.read("incident-042", upto=state.version)
     return build_view(state, commits, role, budget, "workspace-rules-v1")

@@ -369,9 +369,7 @@ def test_folding_in_two_parts_at_any_point_equals_folding_at_once(history: Histo
 
 @PROPERTY_SETTINGS
 @given(histories(), st.data())
-def test_folding_the_rest_on_a_fork_leaves_the_first_part_untouched(
-    history: History, data: st.DataObject
-) -> None:
+def test_folding_the_rest_on_a_fork_leaves_the_first_part_untouched(history: History, data: st.DataObject) -> None:
     split = data.draw(st.integers(0, len(history.commits)), label="split")
     first = fold(history.commits[:split])
     before = REDUCER.render(first)
@@ -388,10 +386,7 @@ def test_the_cached_projection_equals_a_fresh_fold_at_every_version(history: His
     for version, cached in history.cached.items():
         assert fresh.show("ws-1", version) == cached, f"version {version}"
         assert REDUCER.render(fold(history.commits[:version])) == cached, f"version {version}"
-    assert (
-        REDUCER.render(history.board.coordinator.workspaces.current("ws-1"))
-        == history.cached[len(history.commits)]
-    )
+    assert REDUCER.render(history.board.coordinator.workspaces.current("ws-1")) == history.cached[len(history.commits)]
 
 
 @PROPERTY_SETTINGS

@@ -48,9 +48,7 @@ def test_replay_to_18_shows_support_and_19_shows_the_challenge() -> None:
 
 
 def test_replay_of_a_played_ledger_equals_show_at_every_version(tmp_path: Path) -> None:
-    configure_logging(
-        "warning", "json", io.StringIO()
-    )  # an earlier CLI test may have logged to a closed stream
+    configure_logging("warning", "json", io.StringIO())  # an earlier CLI test may have logged to a closed stream
     ledger = open_ledger("memory://")
     coordinator = Coordinator(ledger, trust_timestamps=True)
     play(coordinator, scenario_lines()[:19])
@@ -89,9 +87,7 @@ def test_replay_beyond_the_head_is_one_clear_line_and_exit_2(capsys: pytest.Capt
     assert main(["replay", str(INCIDENT), "--to", "21"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert (
-        captured.err == "caseboard: workspace 'incident-042' has versions 1..20; version 21 does not exist\n"
-    )
+    assert captured.err == "caseboard: workspace 'incident-042' has versions 1..20; version 21 does not exist\n"
 
 
 def test_replay_of_version_0_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,9 +95,7 @@ def test_replay_of_version_0_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert "versions start at 1" in capsys.readouterr().err
 
 
-def test_replay_of_a_file_with_a_gap_names_the_problem(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_replay_of_a_file_with_a_gap_names_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = INCIDENT.read_text().splitlines()
     gapped = tmp_path / "gap.jsonl"
     gapped.write_text("\n".join(lines[:4] + lines[5:]) + "\n")
@@ -125,17 +119,28 @@ OFFLINE = textwrap.dedent("""
 
 
 def test_replay_of_a_file_runs_with_every_socket_refused(tmp_path: Path) -> None:
-    env = {**os.environ, "CASEBOARD_DATABASE_URL": "postgresql://nobody@203.0.113.1:5432/none",
-           "CASEBOARD_LOG_LEVEL": "warning"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CASEBOARD_DATABASE_URL": "postgresql://nobody@203.0.113.1:5432/none",
+        "CASEBOARD_LOG_LEVEL": "warning",
+    }
     offline = subprocess.run(
         [sys.executable, "-c", OFFLINE, "replay", str(INCIDENT), "--to", "19", "--format", "yaml"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert offline.returncode == 0, offline.stderr
     assert "status: challenged" in offline.stdout
     assert list(tmp_path.iterdir()) == []  # no ledger file was created either
     probe = subprocess.run(
         [sys.executable, "-c", OFFLINE, "replay", "incident-042"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert probe.returncode == 2  # naming a workspace needs the (refused) network: the patch is effective

@@ -13,9 +13,7 @@ V1, V2 = "workspace-rules-v1", "workspace-rules-v2"
 
 
 def statuses(name: str, version: int, reducer: str) -> dict[str, str]:
-    return {
-        p["id"]: p["status"] for p in replay_file(CORPUS / f"{name}.jsonl", version, reducer)["proposals"]
-    }
+    return {p["id"]: p["status"] for p in replay_file(CORPUS / f"{name}.jsonl", version, reducer)["proposals"]}
 
 
 def test_both_versions_are_registered_and_v1_stays_current() -> None:
@@ -26,9 +24,7 @@ def test_both_versions_are_registered_and_v1_stays_current() -> None:
 def test_a_challenge_from_an_unverified_event_time_does_not_flag_the_accepted_plan_in_v2() -> None:
     v1 = replay_file(CORPUS / "stale-proposal-066.jsonl", 10, V1)
     v2 = replay_file(CORPUS / "stale-proposal-066.jsonl", 10, V2)
-    assert (
-        [h["status"] for h in v1["hypotheses"]] == [h["status"] for h in v2["hypotheses"]] == ["challenged"]
-    )
+    assert [h["status"] for h in v1["hypotheses"]] == [h["status"] for h in v2["hypotheses"]] == ["challenged"]
     assert "obs-edge-clock" in v2["selected_items"]["hypotheses"][0]["challenging_evidence"]
     assert statuses("stale-proposal-066", 10, V1) == {"proposal-004": "requires_revalidation"}
     assert statuses("stale-proposal-066", 10, V2) == {"proposal-004": "accepted"}
@@ -41,8 +37,11 @@ def test_a_verified_challenge_flags_the_proposal_in_both_versions() -> None:
 
 
 def test_expired_challenging_evidence_flags_only_in_v1_and_expired_support_in_both() -> None:
-    assert statuses("expired-evidence-044", 7, V1) == statuses("expired-evidence-044", 7, V2) == {
-        "proposal-001": "current", "proposal-002": "current"}  # fmt: skip
+    assert (
+        statuses("expired-evidence-044", 7, V1)
+        == statuses("expired-evidence-044", 7, V2)
+        == {"proposal-001": "current", "proposal-002": "current"}
+    )
     assert statuses("expired-evidence-044", 8, V1) == {
         "proposal-001": "requires_revalidation",
         "proposal-002": "current",

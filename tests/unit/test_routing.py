@@ -23,9 +23,7 @@ def incident_042_routes() -> dict[int, list[Notification]]:
 
 
 def selective(notifications: list[Notification]) -> list[tuple[str, str, str | None]]:
-    return [
-        (n.audience, n.kind, n.subject) for n in notifications if n.audience not in ("snapshot", "history")
-    ]
+    return [(n.audience, n.kind, n.subject) for n in notifications if n.audience not in ("snapshot", "history")]
 
 
 def test_every_commit_reaches_history_and_snapshot_subscribers_once() -> None:

@@ -54,9 +54,7 @@ def refused(
     return outcome
 
 
-def claimed(
-    board: Board, request_id: str = "req-1", principal: str = "specialist-1", lease_s: int = 60
-) -> int:
+def claimed(board: Board, request_id: str = "req-1", principal: str = "specialist-1", lease_s: int = 60) -> int:
     """Request and claim ``request_id``; the claim's generation."""
     if request_id not in [w["request_id"] for w in board.show()["work"]]:
         board.ok("planner", [work_request(request_id)])
@@ -104,9 +102,7 @@ def test_the_same_key_with_other_content_is_an_idempotency_mismatch() -> None:
 def test_the_same_key_from_another_author_is_an_idempotency_mismatch() -> None:
     board = opened()
     board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
-    refused(
-        board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1"
-    )
+    refused(board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1")
 
 
 def test_a_refused_contribution_does_not_use_up_its_idempotency_key() -> None:
@@ -123,9 +119,7 @@ def test_a_version_conflict_carries_the_current_version_and_a_summary_of_the_com
     board.ok("specialist", [obs("obs-1")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("specialist", [obs("obs-2")], "specialist-2")
-    outcome = refused(
-        board, "version_conflict", "planner", [proposal("prop-1", 2, "hyp-1")], expected_version=2
-    )
+    outcome = refused(board, "version_conflict", "planner", [proposal("prop-1", 2, "hyp-1")], expected_version=2)
     assert outcome["current_version"] == 4
     assert outcome["field"] == "expected_version"
     assert [c["workspace_version"] for c in outcome["since"]] == [3, 4]
@@ -176,9 +170,7 @@ def test_a_zombie_writer_after_a_lapsed_lease_is_fenced_even_at_the_current_vers
     board.clock.advance(61)
     board.ok("specialist", [claim("req-1")], "specialist-2")
     current = board.head
-    outcome = refused(
-        board, "fenced", "specialist", [result("req-1", 1)], "specialist-1", expected_version=current
-    )
+    outcome = refused(board, "fenced", "specialist", [result("req-1", 1)], "specialist-1", expected_version=current)
     assert outcome["field"] == "items[0].generation"
     assert outcome["current_generation"] == 2
     refused(board, "fenced", "specialist", [renew("req-1", 1)], "specialist-1", expected_version=current)
@@ -535,9 +527,7 @@ def test_the_author_of_a_hypothesis_may_not_verify_it() -> None:
     board = opened()
     supported_proposal(board)
     checked(board)
-    outcome = refused(
-        board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "planner-1"
-    )
+    outcome = refused(board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "planner-1")
     assert outcome["field"] == "items[0].claim"
 
 
@@ -649,9 +639,7 @@ def test_acceptance_judges_freshness_at_its_own_commit_time() -> None:
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("planner", [proposal("prop-1", 3, "hyp-1")])
     board.clock.advance(10 * 60)
-    outcome = refused(
-        board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head
-    )
+    outcome = refused(board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head)
     assert "requires_revalidation" in outcome["message"]
 
 
@@ -660,9 +648,7 @@ def test_a_new_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
     board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
     assert board.observation("obs-3")["selected"] is False
     board.ok("controller", [selection(deselect=("obs-2",))])
-    outcome = board.ok(
-        "planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])]
-    )
+    outcome = board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
     assert outcome["items"][0]["selected"] == ["hyp-1"]
     assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
     assert board.show()["status"] == "human_review_required"

@@ -26,11 +26,22 @@ def old_lines() -> list[dict[str, object]]:
 
 
 def test_the_upcaster_renames_fields_and_moves_inline_decisions_out() -> None:
-    old = {"schema_version": 0, "workspace": "ws-1", "version": 2, "recorded_at": "2026-03-02T14:04:00Z",
-           "author": {"principal": "s-1", "role": "specialist"},
-           "items": [{"type": "work_claim", "request_id": "r-1", "lease_s": 60,
-                      "decision": {"generation": 1, "lease_expires_at": "2026-03-02T14:05:00Z"}},
-                     {"type": "cycle", "number": 1}]}  # fmt: skip
+    old = {
+        "schema_version": 0,
+        "workspace": "ws-1",
+        "version": 2,
+        "recorded_at": "2026-03-02T14:04:00Z",
+        "author": {"principal": "s-1", "role": "specialist"},
+        "items": [
+            {
+                "type": "work_claim",
+                "request_id": "r-1",
+                "lease_s": 60,
+                "decision": {"generation": 1, "lease_expires_at": "2026-03-02T14:05:00Z"},
+            },
+            {"type": "cycle", "number": 1},
+        ],
+    }
     new = upcast_commit(old)
     assert new["schema_version"] == 1
     assert new["workspace_id"] == "ws-1" and new["at"] == "2026-03-02T14:04:00Z"
@@ -59,12 +70,17 @@ def test_a_file_of_the_old_shape_replays_to_the_same_projection_as_the_current_o
 
 def test_old_records_stored_in_a_ledger_are_read_through_the_upcaster() -> None:
     ledger = open_ledger("memory://")
-    ledger.events.insert_events([
-        StoredEvent(originator_id="incident-042", originator_version=int(str(line["version"])),
-                    topic=COMMIT_TOPIC,
-                    state=json.dumps(line).encode())
-        for line in old_lines()
-    ])  # fmt: skip
+    ledger.events.insert_events(
+        [
+            StoredEvent(
+                originator_id="incident-042",
+                originator_version=int(str(line["version"])),
+                topic=COMMIT_TOPIC,
+                state=json.dumps(line).encode(),
+            )
+            for line in old_lines()
+        ]
+    )
     assert Workspaces(ledger).show("incident-042", 20) == replay_file(CURRENT, 20)
 
 

@@ -87,17 +87,11 @@ def test_a_redelivered_notification_replays_instead_of_committing_again() -> Non
         role = Role.PLANNER
 
         def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
-            return (
-                [{"type": "question", "id": "q-once", "text": "Once?"}]
-                if view["workspace_version"] == 1
-                else None
-            )
+            return [{"type": "question", "id": "q-once", "text": "Once?"}] if view["workspace_version"] == 1 else None
 
     first = act(coordinator, Once(), TURN)
     # Redelivered after a crash: the participant decides on the view it had (as if re-read before the commit).
-    again = act(
-        coordinator, Once(), TURN, read=lambda ws: {**coordinator.workspaces.show(ws), "workspace_version": 1}
-    )
+    again = act(coordinator, Once(), TURN, read=lambda ws: {**coordinator.workspaces.show(ws), "workspace_version": 1})
     assert first[0]["workspace_version"] == 2
     assert again[0].get("idempotent_replay") is True
     assert coordinator.ledger.head("ws-r") == 2
@@ -133,9 +127,7 @@ def test_a_revalidation_notice_is_a_no_op_once_the_proposal_was_reviewed_since()
             ],
         ),
     ):
-        line = json.dumps(
-            {"workspace_id": "ws-r", "author": {"principal": principal, "role": role}, "items": items}
-        )
+        line = json.dumps({"workspace_id": "ws-r", "author": {"principal": principal, "role": role}, "items": items})
         assert coordinator.submit(parse_contribution(line))["ok"]
     notice = Notification(
         id="ws-r@3/proposal_requires_revalidation/p-1",

@@ -15,9 +15,7 @@ from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.state import RECORDS, WorkspaceState
 
-SCALARS = tuple(
-    f.name for f in dataclasses.fields(WorkspaceState) if f.name not in WorkspaceState.MAPPINGS
-)
+SCALARS = tuple(f.name for f in dataclasses.fields(WorkspaceState) if f.name not in WorkspaceState.MAPPINGS)
 SCALAR_TIMES = frozenset(f.name for f in dataclasses.fields(WorkspaceState) if "datetime" in str(f.type))
 
 
@@ -65,14 +63,12 @@ def dump(state: WorkspaceState) -> dict[str, Any]:
     for name in WorkspaceState.MAPPINGS:
         mapping = getattr(state, name)
         codec = CODECS.get(name)
-        data[name] = (
-            [[key, codec.dump(rec)] for key, rec in mapping.items()] if codec else list(mapping.items())
-        )
+        data[name] = [[key, codec.dump(rec)] for key, rec in mapping.items()] if codec else list(mapping.items())
     return data
 
 
 def load(data: dict[str, Any]) -> WorkspaceState:
-    scalars = {
+    scalars: dict[str, Any] = {
         name: datetime.fromisoformat(data[name]) if name in SCALAR_TIMES and data[name] is not None else data[name]
         for name in SCALARS
     }

@@ -35,9 +35,7 @@ def initial(workspace_id: str) -> WorkspaceState:
 
 def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
     if commit.version != state.version + 1:
-        raise ValueError(
-            f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}"
-        )
+        raise ValueError(f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}")
     for item, decision in zip(commit.items, commit.decisions, strict=True):
         apply_item(state, commit, item, decision)
     state.version = commit.version
@@ -65,9 +63,13 @@ def apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: D
         case it.Hypothesis():
             state.ids[item.id] = "hypothesis"
             state.hypotheses[item.id] = HypothesisRec(
-                item.id, item.statement, author, version,
-                tuple(dict.fromkeys(item.supporting_evidence)), tuple(dict.fromkeys(item.challenging_evidence)),
-            )  # fmt: skip
+                item.id,
+                item.statement,
+                author,
+                version,
+                tuple(dict.fromkeys(item.supporting_evidence)),
+                tuple(dict.fromkeys(item.challenging_evidence)),
+            )
             if item.challenging_evidence:
                 state.material[item.id] = version
         case it.Link():
@@ -92,9 +94,14 @@ def apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: D
         case it.Proposal():
             state.ids[item.id] = "proposal"
             state.proposals[item.id] = ProposalRec(
-                item.id, item.summary, item.based_on_workspace_version, tuple(item.depends_on), author, version,
+                item.id,
+                item.summary,
+                item.based_on_workspace_version,
+                tuple(item.depends_on),
+                author,
+                version,
                 checked_at=item.based_on_workspace_version,
-            )  # fmt: skip
+            )
             state.active_proposals += 1
         case it.Review():
             _review(state, item, version)
@@ -107,9 +114,13 @@ def apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: D
         case it.WorkClaim():
             request = state.work[item.request_id]
             state.work[item.request_id] = replace(
-                request, status="claimed", generation=decision["generation"], holder=author, claimed_at=at,
+                request,
+                status="claimed",
+                generation=decision["generation"],
+                holder=author,
+                claimed_at=at,
                 lease_expires_at=datetime.fromisoformat(decision["lease_expires_at"]),
-            )  # fmt: skip
+            )
         case it.WorkRenew():
             request = state.work[item.request_id]
             state.work[item.request_id] = replace(
@@ -118,9 +129,14 @@ def apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: D
         case it.WorkResult():
             request = state.work[item.request_id]
             state.work[item.request_id] = replace(
-                request, status=item.status, holder=None, lease_expires_at=None, result_summary=item.summary,
-                result_version=version, query_completed=item.query.completed if item.query else None,
-            )  # fmt: skip
+                request,
+                status=item.status,
+                holder=None,
+                lease_expires_at=None,
+                result_summary=item.summary,
+                result_version=version,
+                query_completed=item.query.completed if item.query else None,
+            )
             state.pending_work -= 1
             if decision.get("late_arrival"):
                 ref = f"{item.request_id}@{version}"
@@ -130,9 +146,13 @@ def apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: D
         case it.WorkReclaim():
             request = state.work[item.request_id]
             state.work[item.request_id] = replace(
-                request, status="awaiting_result", holder=None, lease_expires_at=None,
-                reclaims=request.reclaims + 1, last_reclaim_reason=item.reason,
-            )  # fmt: skip
+                request,
+                status="awaiting_result",
+                holder=None,
+                lease_expires_at=None,
+                reclaims=request.reclaims + 1,
+                last_reclaim_reason=item.reason,
+            )
         case it.Verification():
             hyp = state.hypotheses[item.claim]
             if item.result != "inconclusive":
@@ -187,10 +207,23 @@ def _add_observation(
     late = bool(decision.get("late_arrival"))
     state.ids[body.id] = "observation"
     state.observations[body.id] = ObservationRec(
-        body.id, body.statement, body.source.system, body.source.instance, body.event_time,
-        body.event_time_quality, body.evidence_ref, body.scope.instances if body.scope else (),
-        body.expires_at, tuple(body.derived_from), author, role, version, at, via_request, late,
-    )  # fmt: skip
+        body.id,
+        body.statement,
+        body.source.system,
+        body.source.instance,
+        body.event_time,
+        body.event_time_quality,
+        body.evidence_ref,
+        body.scope.instances if body.scope else (),
+        body.expires_at,
+        tuple(body.derived_from),
+        author,
+        role,
+        version,
+        at,
+        via_request,
+        late,
+    )
     if late:
         state.late_arrivals[body.id] = LateArrivalRec(body.id, "observation", author, version, at)
 

@@ -143,34 +143,66 @@ def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
         },
         "observations": [_observation(state, o, as_of) for o in state.observations.values()],
         "hypotheses": [
-            {"id": h.id, "status": hypothesis_status(h), "author": h.author, "recorded_at_version": h.version,
-             "selected": state.is_selected(h.id), "verified_by": h.verified_by}
+            {
+                "id": h.id,
+                "status": hypothesis_status(h),
+                "author": h.author,
+                "recorded_at_version": h.version,
+                "selected": state.is_selected(h.id),
+                "verified_by": h.verified_by,
+            }
             for h in state.hypotheses.values()
-        ],  # fmt: skip
+        ],
         "questions": [
-            {"id": q.id, "text": q.text, "about": q.about, "author": q.author, "recorded_at_version": q.version,
-             "status": "open" if q.answered_version is None else "answered"}
+            {
+                "id": q.id,
+                "text": q.text,
+                "about": q.about,
+                "author": q.author,
+                "recorded_at_version": q.version,
+                "status": "open" if q.answered_version is None else "answered",
+            }
             for q in state.questions.values()
-        ],  # fmt: skip
+        ],
         "proposal_records": [
-            {"id": p.id, "summary": p.summary, "author": p.author, "recorded_at_version": p.version,
-             "last_checked_against_version": p.checked_at, "last_review": p.last_review,
-             "last_review_version": p.last_review_version}
+            {
+                "id": p.id,
+                "summary": p.summary,
+                "author": p.author,
+                "recorded_at_version": p.version,
+                "last_checked_against_version": p.checked_at,
+                "last_review": p.last_review,
+                "last_review_version": p.last_review_version,
+            }
             for p in state.proposals.values()
-        ],  # fmt: skip
+        ],
         "work": [
-            {"request_id": w.request_id, "kind": w.kind, "target": w.target, "status": w.status,
-             "requested_by": w.requested_by, "generation": w.generation, "holder": w.holder,
-             "lease_expires_at": iso(w.lease_expires_at),
-             "lease_lapsed": w.lease_expires_at is not None and as_of is not None and w.lease_expires_at <= as_of,
-             "result_summary": w.result_summary, "query_completed": w.query_completed, "reclaims": w.reclaims}
+            {
+                "request_id": w.request_id,
+                "kind": w.kind,
+                "target": w.target,
+                "status": w.status,
+                "requested_by": w.requested_by,
+                "generation": w.generation,
+                "holder": w.holder,
+                "lease_expires_at": iso(w.lease_expires_at),
+                "lease_lapsed": w.lease_expires_at is not None and as_of is not None and w.lease_expires_at <= as_of,
+                "result_summary": w.result_summary,
+                "query_completed": w.query_completed,
+                "reclaims": w.reclaims,
+            }
             for w in state.work.values()
-        ],  # fmt: skip
+        ],
         "late_arrivals": [
-            {"ref": a.ref, "type": a.type, "author": a.author, "recorded_at_version": a.version,
-             "ingested_at": iso(a.at)}
+            {
+                "ref": a.ref,
+                "type": a.type,
+                "author": a.author,
+                "recorded_at_version": a.version,
+                "ingested_at": iso(a.at),
+            }
             for a in state.late_arrivals.values()
-        ],  # fmt: skip
+        ],
     }
 
 

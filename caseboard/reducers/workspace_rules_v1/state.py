@@ -169,9 +169,18 @@ class WorkspaceState:
     late_arrivals: MutableMapping[str, LateArrivalRec] = field(default_factory=dict)
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
-        "ids", "observations", "hypotheses", "questions", "proposals", "work", "judgments",
-        "selected", "material", "idempotency", "late_arrivals",
-    )  # fmt: skip
+        "ids",
+        "observations",
+        "hypotheses",
+        "questions",
+        "proposals",
+        "work",
+        "judgments",
+        "selected",
+        "material",
+        "idempotency",
+        "late_arrivals",
+    )
 
     @property
     def opened(self) -> bool:
@@ -180,9 +189,7 @@ class WorkspaceState:
     def fork(self) -> WorkspaceState:
         """A state that starts equal to this one and takes writes without changing it. O(1)."""
         layered: dict[str, Any] = {name: ChainMap({}, getattr(self, name)) for name in self.MAPPINGS}
-        return dataclasses.replace(
-            self, scope=dict(self.scope), limits=dict(self.limits), **layered
-        )
+        return dataclasses.replace(self, scope=dict(self.scope), limits=dict(self.limits), **layered)
 
     def is_selected(self, item_id: str) -> bool:
         return self.selected.get(item_id, False)

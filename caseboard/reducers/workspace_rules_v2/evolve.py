@@ -18,9 +18,7 @@ NAME = "workspace-rules-v2"
 
 def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
     if commit.version != state.version + 1:
-        raise ValueError(
-            f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}"
-        )
+        raise ValueError(f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}")
     for item, decision in zip(commit.items, commit.decisions, strict=True):
         undo = _not_material(state, item)
         apply_item(state, commit, item, decision)
