@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from caseboard.api.models import Refusal
+from caseboard.coordinator.parse import refusal_from
 from caseboard.domain.errors import (
     CaseboardError,
     LedgerUnavailable,
@@ -31,7 +32,6 @@ from caseboard.domain.errors import (
     UnknownWorkspace,
     VersionOutOfRange,
 )
-from caseboard.domain.items import ITEM_TYPES
 
 STATUS: dict[str, int] = {
     Reason.VERSION_CONFLICT: 409,
@@ -97,32 +97,14 @@ async def on_api_error(request: Request, error: Exception) -> JSONResponse:
 
 async def on_validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
-    problems = error.errors()
-    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
-    field = _path(tuple(first.get("loc", ())))
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    body = {
-        "ok": False,
-        "reason": Reason.INVALID.value,
-        "message": f"{field}: {first.get('msg')}{more}",
-        "field": field,
-    }
-    return JSONResponse(body, status_code=422)
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    """``("body", "items", 0, "observation", "statement")`` -> ``items[0].statement``, as the CLI says."""
-    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
-        loc = loc[1:]
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ITEM_TYPES and out.endswith("]"):
-            continue  # the discriminator pydantic adds to the location, not a field
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "$"
+    transport = ("body", "query", "path", "header", "cookie")
+    problems = [
+        {**problem, "loc": tuple(problem.get("loc", ()))[1:]}
+        if tuple(problem.get("loc", ()))[:1] and problem["loc"][0] in transport
+        else problem
+        for problem in error.errors()
+    ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
+    return JSONResponse(refusal_from(problems).to_outcome(), status_code=422)
 
 
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:

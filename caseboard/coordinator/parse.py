@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -30,7 +31,7 @@ def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
         try:
             return Contribution.model_validate_json(text, strict=True)
         except ValidationError as error:
-            raise _refusal(error, data) from None
+            raise refusal_from(error.errors(include_url=False)) from None
     except Refused as refusal:
         author = data.get("author")
         log.info(
@@ -58,12 +59,13 @@ def _short_id(value: Any) -> str | None:
     return value if isinstance(value, str) and len(value) <= 128 else None
 
 
-def _refusal(error: ValidationError, raw: dict[str, Any]) -> Refused:
-    errors = error.errors(include_url=False)
+def refusal_from(problems: Sequence[Any]) -> Refused:
+    """An ``invalid`` refusal naming the first problem pydantic found (and how many more there are)."""
+    errors = list(problems)
     if len(errors) > 1:  # a failed item is dropped, so items may look too short: a consequence, not a problem
         errors = [e for e in errors if not (e["loc"] == ("items",) and e["type"] == "too_short")]
     first = errors[0]
-    path = _path(first["loc"])
+    path = field_path(first["loc"])
     kind, message = first["type"], first["msg"]
     if kind == "union_tag_invalid":
         tag = first.get("ctx", {}).get("tag")
@@ -84,7 +86,8 @@ def _refusal(error: ValidationError, raw: dict[str, Any]) -> Refused:
     return Refused(Reason.INVALID, f"{path}: {message}{suffix}", field=path)
 
 
-def _path(loc: tuple[int | str, ...]) -> str:
+def field_path(loc: Sequence[int | str]) -> str:
+    """pydantic's error location as the field path a user reads: ``items[0].source.system``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
