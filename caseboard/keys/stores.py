@@ -49,15 +49,8 @@ class MemoryKeyStore:
         self._guard = threading.Lock()
 
     def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
-        key_id, token = new_token()
-        key = ApiKey(
-            key_id=key_id,
-            principal=principal,
-            roles=_roles(roles),
-            tenant_id=tenant_id,
-            label=label,
-            created_at=_now(),
-        )
+        key, token = _new_key(principal, roles, tenant_id, label)
+        key_id = key.key_id
         with self._guard:
             self._rows[key_id] = (key, hash_secret(token))
         return IssuedKey(key=key, token=token)
@@ -85,6 +78,15 @@ class MemoryKeyStore:
         pass
 
 
+def _new_key(principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None) -> tuple[ApiKey, str]:
+    """A new key and its token (the token is shown once; only its hash is kept)."""
+    key_id, token = new_token()
+    key = ApiKey(
+        key_id=key_id, principal=principal, roles=_roles(roles), tenant_id=tenant_id, label=label, created_at=_now()
+    )
+    return key, token
+
+
 class SqlKeyStore:
     """Keys in a SQL table; ``run`` executes one statement (``%s`` placeholders) and returns its rows."""
 
@@ -100,15 +102,8 @@ class SqlKeyStore:
         )
 
     def create(self, principal: str, roles: tuple[Role, ...], tenant_id: str, label: str | None = None) -> IssuedKey:
-        key_id, token = new_token()
-        key = ApiKey(
-            key_id=key_id,
-            principal=principal,
-            roles=_roles(roles),
-            tenant_id=tenant_id,
-            label=label,
-            created_at=_now(),
-        )
+        key, token = _new_key(principal, roles, tenant_id, label)
+        key_id = key.key_id
         self._run(
             f"INSERT INTO {self.table} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, NULL)",
             (
