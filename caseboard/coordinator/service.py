@@ -91,7 +91,11 @@ class Coordinator:
                 except LedgerUnavailable:
                     self.workspaces.forget(workspace_id)
                     raise
-                self.workspaces.record(result)
+                try:
+                    self.workspaces.record(result)
+                except BaseException:
+                    self.workspaces.forget(workspace_id)  # committed, but the cache may be half folded
+                    raise
                 log.info(
                     "commit_recorded",
                     workspace_id=workspace_id,
