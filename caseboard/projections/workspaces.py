@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from caseboard.domain.commit import Commit
-from caseboard.domain.errors import UnknownWorkspace, VersionOutOfRange
+from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import Ledger
 from caseboard.reducers import Reducer, get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
@@ -73,9 +73,16 @@ class Workspaces:
         state = self.reducer.evolve(state, commit)
         last = self._snapshotted.get(commit.workspace_id, 0)
         if commit.version - last >= max(self.snapshot_min, commit.version // 8):
-            self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, self.reducer.dump(state))
             self._snapshotted[commit.workspace_id] = commit.version
-            log.debug("snapshot_written", workspace_id=commit.workspace_id, workspace_version=commit.version)
+            try:
+                data = self.reducer.dump(state)
+                self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, data)
+            except LedgerUnavailable as error:
+                # The commit has landed; a snapshot is only a shortcut for later loads. Failing the caller
+                # here would report a committed contribution as failed, so the snapshot is skipped.
+                log.warning("snapshot_skipped", workspace_id=commit.workspace_id, error=str(error))
+            else:
+                log.debug("snapshot_written", workspace_id=commit.workspace_id, workspace_version=commit.version)
         return state
 
     def forget(self, workspace_id: str) -> None:

@@ -761,3 +761,41 @@ def test_a_result_whose_query_did_not_complete_is_not_shown_as_clean() -> None:
     board.ok("specialist", [result("req-1", generation, query=query)])
     assert board.work("req-1")["status"] == "completed"
     assert board.work("req-1")["query_completed"] is False
+
+
+def test_a_snapshot_that_cannot_be_written_does_not_fail_the_commit_it_follows() -> None:
+    from caseboard.coordinator import Coordinator, parse_contribution
+    from caseboard.domain.errors import LedgerUnavailable
+    from caseboard.ledger import open_ledger
+    from caseboard.projections import Workspaces
+
+    ledger = open_ledger("memory://")
+
+    def broken(*args: Any) -> None:
+        raise LedgerUnavailable("the snapshot store is full")
+
+    ledger.save_snapshot = broken  # type: ignore[method-assign]
+    coordinator = Coordinator(ledger, Workspaces(ledger, snapshot_min=2))
+    board_open = {
+        "type": "open",
+        "goal": "g",
+        "execution_mode": "read_only",
+        "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
+        "runtime_limits": {
+            "max_selected_items": 5,
+            "max_investigation_cycles": 2,
+            "max_open_questions": 2,
+            "max_proposals": 2,
+            "max_pending_work": 2,
+        },
+    }
+    author = {"principal": "op", "role": "operator"}
+    assert coordinator.submit(parse_contribution({"workspace_id": "w", "author": author, "items": [board_open]}))["ok"]
+    cycle = {
+        "workspace_id": "w",
+        "author": {"principal": "c", "role": "controller"},
+        "items": [{"type": "cycle", "number": 1}],
+    }
+    outcome = coordinator.submit(parse_contribution(cycle))
+    assert outcome["ok"] and outcome["workspace_version"] == 2
+    assert coordinator.workspaces.current("w").version == 2 == ledger.head("w")
