@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import statistics
+import threading
 from dataclasses import dataclass
 
 from benchmarks.context import BenchContext, median
@@ -33,6 +34,7 @@ from benchmarks.workload import (
 )
 from benchmarks.writers import run_writers
 from caseboard.coordinator import Coordinator
+from caseboard.domain.contribution import Contribution
 from caseboard.ledger import open_ledger
 
 
@@ -72,6 +74,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
                     f"{rates.commit:7.0f}/s  (one raw writer alone {rates.alone:7.0f}/s: "
                     f"{rates.commit / rates.alone:.2f})"
                 )
+            threaded = threaded_writers(ctx, ledger_url, payload, sizes)
             median_ratio, mean_ratio = commit_cost(coordinator, sizes)
         finally:
             ledger.close()
@@ -85,6 +88,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
         "commit_vs_raw_insert": commit / raw,
         "commit_8_writers_vs_raw_insert": many_commit / alone_rate,
         "raw_8_writers_vs_raw_insert": many_raw / alone_rate,
+        "commit_8_threads_vs_raw_insert": threaded,
         "commit_cost_10000_vs_100": median_ratio,
         "commit_cost_10000_vs_100_mean": mean_ratio,
     }
@@ -121,6 +125,52 @@ def single_writer(
                 f"({commits[-1] / raws[-1]:.2f})"
             )
     return median(raws), median(commits)
+
+
+def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: Sizes) -> float:
+    """The same writers as threads of one process, each with its own ledger and coordinator (an API process
+    serving several callers), against one raw writer measured just before, in each round: median ratio.
+    On a machine with few cores, eight writer processes mostly measure the cost of switching between them."""
+    ratios: list[float] = []
+    coordinators = [Coordinator(open_ledger(ledger_url)) for _ in range(sizes.writers)]
+    try:
+        with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as raw:
+            for number in range(1, ctx.rounds + 1):
+                started = clock()
+                raw.insert(f"raw-threads-{number}", sizes.per_writer)
+                alone = sizes.per_writer / (clock() - started)
+                work = []
+                for n, coordinator in enumerate(coordinators):
+                    workspace_id = f"ws-thread-{number}-{n}"
+                    accept(coordinator, open_workspace(workspace_id))
+                    work.append(observations(workspace_id, 1, sizes.per_writer))
+                barrier = threading.Barrier(len(coordinators) + 1)
+
+                threads = [
+                    threading.Thread(target=_write, args=(barrier, coordinator, contributions))
+                    for coordinator, contributions in zip(coordinators, work, strict=True)
+                ]
+                for thread in threads:
+                    thread.start()
+                barrier.wait()
+                started = clock()
+                for thread in threads:
+                    thread.join()
+                rate = len(coordinators) * sizes.per_writer / (clock() - started)
+                ratios.append(rate / alone)
+                print(
+                    f"{sizes.writers} writer threads, round {number}: coordinator {rate:7.0f}/s  "
+                    f"(one raw writer alone {alone:7.0f}/s: {ratios[-1]:.2f})"
+                )
+    finally:
+        for coordinator in coordinators:
+            coordinator.ledger.close()
+    return median(ratios)
+
+
+def _write(barrier: threading.Barrier, coordinator: Coordinator, contributions: list[Contribution]) -> None:
+    barrier.wait()
+    submit_all(coordinator, contributions)
 
 
 def commit_cost(coordinator: Coordinator, sizes: Sizes) -> tuple[float, float]:

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.postgres
 COMMIT_FIGURES = {
     "commit_vs_raw_insert",
     "commit_8_writers_vs_raw_insert",
+    "commit_8_threads_vs_raw_insert",
     "raw_8_writers_vs_raw_insert",
     "commit_cost_10000_vs_100",
     "commit_cost_10000_vs_100_mean",
