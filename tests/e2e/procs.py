@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,30 @@ import pytest
 from tests.conftest import REDIS_URL, service_missing
 
 T = TypeVar("T")
+
+
+REDIS_START = [
+    "redis-server",
+    "--daemonize",
+    "yes",
+    "--bind",
+    "127.0.0.1",
+    "--port",
+    "6379",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+]
+
+
+def _pings() -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping())
+    except redis.ConnectionError:
+        return False
 
 
 def poll(what: str, check: Callable[[], T | None], timeout: float = 60.0, every: float = 0.1) -> T:
@@ -106,6 +131,18 @@ class Cluster:
             client.delete(*keys)
         client.close()
         return len(keys)
+
+    def restart_redis(self) -> None:
+        """Stop the Redis server and start it again with the command .ci/run uses: it keeps nothing on disk,
+        so every message held by the broker is gone."""
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+        with contextlib.suppress(redis.ConnectionError):  # the connection drops as the server stops
+            client.shutdown(nosave=True)
+        poll("Redis stopped", lambda: not _pings(), timeout=20)
+        subprocess.run(REDIS_START, check=True, capture_output=True, timeout=30)
+        poll("Redis started again", _pings, timeout=30)
 
     def close(self) -> None:
         for proc in self.procs:

@@ -188,6 +188,26 @@ def test_a_flushed_redis_loses_nothing_because_the_dispatcher_re_drives_from_pos
     assert all(attempts == 1 for _, _, attempts in done)
 
 
+def test_a_restarted_redis_loses_nothing_because_the_dispatcher_re_drives_from_postgres(
+    cluster: Cluster,
+) -> None:
+    promised = play_incident_042(cluster.database_url)
+    every, _ = split(promised)
+    cluster.spawn("dispatch", "--redrive-after", "2", "--poll", "0.2")
+    status = poll(
+        "the outbox handed over",
+        lambda: (s := cluster.status()) and s["pending"] == 0 and s["delivered"] > 0 and s,
+    )
+    assert status["processed"] == 0
+    cluster.restart_redis()  # no persistence: every pending message is gone, the dispatcher keeps running
+    cluster.spawn("worker", "--passive")
+    done = poll(
+        "every notification processed after the re-drive",
+        lambda: (rows := processed(cluster.database_url)) and len(rows) == status["delivered"] and rows,
+    )
+    assert every <= {(c, n) for c, n, _ in done}
+
+
 @pytest.mark.parametrize(("cycles", "ending"), [(2, "budget_exhausted"), (6, "human_review_required")])
 def test_the_controller_runs_scripted_workers_within_the_budget_across_processes(
     cluster: Cluster, cycles: int, ending: str
