@@ -103,6 +103,8 @@ def describe(item: Item) -> str:
         return f"link {item.observation} {item.relation} {item.hypothesis}"
     if item.type == "status":
         return f"status {item.to}"
+    if item.type == "verification":
+        return f"verification {item.claim} {item.result}"
     if item.type == "cycle":
         return f"cycle {item.number}"
     return item.type
