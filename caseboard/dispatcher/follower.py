@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +44,7 @@ class DispatchConfig:
     poll_s: float = 0.5
     redrive_after_s: float = 60.0
     redrive_every_s: float = 5.0
+    states_kept: int = 1024
 
 
 class Dispatcher:
@@ -60,7 +62,7 @@ class Dispatcher:
         self.workspaces = workspaces
         self.config = config or DispatchConfig()
         self.reducer = get_reducer()
-        self._states: dict[str, WorkspaceState] = {}
+        self._states: OrderedDict[str, WorkspaceState] = OrderedDict()  # bounded: least recently routed goes first
         self._declared: set[str] = set()
         self._last_redrive = 0.0
         self.position: Position = store.position(self.config.name)
@@ -144,6 +146,9 @@ class Dispatcher:
             )
         state = self.reducer.evolve(state, commit)
         self._states[commit.workspace_id] = state
+        self._states.move_to_end(commit.workspace_id)
+        while len(self._states) > self.config.states_kept:  # a quiet workspace is reloaded when it wakes
+            self._states.popitem(last=False)
         return state
 
     def _send(self, notification: Notification) -> Delivery:

@@ -56,3 +56,26 @@ def test_a_broker_failure_mid_batch_keeps_the_position_and_the_next_pass_resends
         store.close()
         broker.close()
         ledger.close()
+
+
+def test_the_dispatcher_keeps_a_bounded_number_of_workspaces_and_reloads_an_evicted_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    lines = scenario_lines()
+    coordinator = Coordinator(ledger, trust_timestamps=True)
+    for copy in ("a", "b", "c"):  # three workspaces, one after another
+        play(coordinator, [line.replace("incident-042", f"incident-{copy}") for line in lines[:10]])
+    store = DispatchStore(url)
+    broker = StubBroker()
+    bounded = Dispatcher(open_outbox(ledger), store, broker, Workspaces(ledger), DispatchConfig(states_kept=1))
+    try:
+        assert bounded.pass_once() == 30
+        assert list(bounded._states) == ["incident-c"]
+        play(coordinator, [line.replace("incident-042", "incident-a") for line in lines[10:12]])
+        assert bounded.pass_once() == 2  # incident-a was evicted: reloaded from the ledger, routed on
+        assert bounded._states["incident-a"].version == 12
+        assert list(bounded._states) == ["incident-a"]
+    finally:
+        store.close()
+        broker.close()
+        ledger.close()
