@@ -6,6 +6,7 @@ the commit time of the version shown, never the wall clock, so the same version 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -74,10 +75,16 @@ def needs_revalidation(state: WorkspaceState, proposal: ProposalRec, as_of: date
     return False
 
 
-def proposal_status(state: WorkspaceState, proposal: ProposalRec, as_of: datetime | None) -> str:
+def proposal_status(
+    state: WorkspaceState,
+    proposal: ProposalRec,
+    as_of: datetime | None,
+    needs: Callable[[WorkspaceState, ProposalRec, datetime | None], bool] = needs_revalidation,
+) -> str:
+    """The status of a proposal; ``needs`` is the revalidation rule (another reducer version may pass its own)."""
     if proposal.decision in ("revised", "withdrawn"):
         return proposal.decision
-    if needs_revalidation(state, proposal, as_of):
+    if needs(state, proposal, as_of):
         return "requires_revalidation"
     return "accepted" if proposal.decision == "accepted" else "current"
 

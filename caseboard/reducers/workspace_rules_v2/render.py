@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.render import is_stale
+from caseboard.reducers.workspace_rules_v1.render import proposal_status as proposal_status_v1
 from caseboard.reducers.workspace_rules_v1.render import render as render_v1
 from caseboard.reducers.workspace_rules_v1.state import ProposalRec, WorkspaceState
 
@@ -40,11 +41,7 @@ def needs_revalidation(state: WorkspaceState, proposal: ProposalRec, as_of: date
 
 
 def proposal_status(state: WorkspaceState, proposal: ProposalRec, as_of: datetime | None) -> str:
-    if proposal.decision in ("revised", "withdrawn"):
-        return proposal.decision
-    if needs_revalidation(state, proposal, as_of):
-        return "requires_revalidation"
-    return "accepted" if proposal.decision == "accepted" else "current"
+    return proposal_status_v1(state, proposal, as_of, needs_revalidation)
 
 
 def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
