@@ -92,6 +92,25 @@ def play(coordinator: Coordinator, lines: list[str]) -> list[dict[str, Any]]:
     return [coordinator.submit(parse_contribution(line)) for line in lines]
 
 
+def open_item(**limits: int) -> dict[str, Any]:
+    """An operator's ``open`` item for incident-042's scope, with the scenario's limits unless given."""
+    runtime_limits = {
+        "max_selected_items": 20,
+        "max_investigation_cycles": 6,
+        "max_open_questions": 10,
+        "max_proposals": 10,
+        "max_pending_work": 10,
+        **limits,
+    }
+    return {
+        "type": "open",
+        "goal": "Find out why authentication fails",
+        "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
+        "runtime_limits": runtime_limits,
+        "execution_mode": "read_only",
+    }
+
+
 def contribution(
     items: list[dict[str, Any]],
     principal: str = "planner-1",

@@ -24,7 +24,7 @@ from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.logs import configure_logging
 from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
-from tests.conftest import contribution
+from tests.conftest import contribution, open_item
 
 WRITERS = 8
 TIMEOUT = 60.0
@@ -34,21 +34,7 @@ T = TypeVar("T")
 def opening(workspace_id: str) -> Contribution:
     return parse_contribution(
         contribution(
-            [
-                {
-                    "type": "open",
-                    "goal": "Find out why authentication fails",
-                    "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
-                    "runtime_limits": {
-                        "max_selected_items": 20,
-                        "max_investigation_cycles": 6,
-                        "max_open_questions": 10,
-                        "max_proposals": 10,
-                        "max_pending_work": 10,
-                    },
-                    "execution_mode": "read_only",
-                }
-            ],
+            [open_item()],
             principal="oncall-operator",
             role="operator",
             workspace_id=workspace_id,

@@ -17,7 +17,7 @@ import pytest
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.projections import Workspaces
-from tests.conftest import contribution
+from tests.conftest import contribution, open_item
 
 Item = dict[str, Any]
 WS = "incident-zombie"
@@ -61,21 +61,7 @@ def sides(postgres_url: str, clock: Clock) -> Iterator[tuple[Side, Side]]:
     assert others.submit(
         "oncall-operator",
         "operator",
-        [
-            {
-                "type": "open",
-                "goal": "Find out why authentication fails",
-                "scope": {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"},
-                "runtime_limits": {
-                    "max_selected_items": 20,
-                    "max_investigation_cycles": 6,
-                    "max_open_questions": 10,
-                    "max_proposals": 10,
-                    "max_pending_work": 10,
-                },
-                "execution_mode": "read_only",
-            }
-        ],
+        [open_item()],
     )["ok"]
     assert others.submit(
         "planner-1",
