@@ -74,7 +74,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
                     f"{rates.commit:7.0f}/s  (one raw writer alone {rates.alone:7.0f}/s: "
                     f"{rates.commit / rates.alone:.2f})"
                 )
-            threaded = threaded_writers(ctx, ledger_url, payload, sizes)
+            threaded, per_group = threaded_writers(ctx, ledger_url, payload, sizes)
             median_ratio, mean_ratio = commit_cost(coordinator, sizes)
         finally:
             ledger.close()
@@ -89,6 +89,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
         "commit_8_writers_vs_raw_insert": many_commit / alone_rate,
         "raw_8_writers_vs_raw_insert": many_raw / alone_rate,
         "commit_8_threads_vs_raw_insert": threaded,
+        "commits_per_group_commit_8_threads": per_group,
         "commit_cost_10000_vs_100": median_ratio,
         "commit_cost_10000_vs_100_mean": mean_ratio,
     }
@@ -127,12 +128,15 @@ def single_writer(
     return median(raws), median(commits)
 
 
-def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: Sizes) -> float:
-    """The same writers as threads of one process, each with its own ledger and coordinator (an API process
-    serving several callers), against one raw writer measured just before, in each round: median ratio.
-    On a machine with few cores, eight writer processes mostly measure the cost of switching between them."""
+def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: Sizes) -> tuple[float, float]:
+    """The same writers as threads of one process sharing one ledger and coordinator, as the API process
+    serves its callers (concurrent commits share group commits), against one raw writer measured just
+    before, in each round: (median ratio, median rows per group commit)."""
     ratios: list[float] = []
-    coordinators = [Coordinator(open_ledger(ledger_url)) for _ in range(sizes.writers)]
+    batch_sizes: list[float] = []
+    ledger = open_ledger(ledger_url)
+    coordinator = Coordinator(ledger)
+    group = getattr(ledger.events, "group", None)
     try:
         with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as raw:
             for number in range(1, ctx.rounds + 1):
@@ -140,32 +144,30 @@ def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: 
                 raw.insert(f"raw-threads-{number}", sizes.per_writer)
                 alone = sizes.per_writer / (clock() - started)
                 work = []
-                for n, coordinator in enumerate(coordinators):
+                for n in range(sizes.writers):
                     workspace_id = f"ws-thread-{number}-{n}"
                     accept(coordinator, open_workspace(workspace_id))
                     work.append(observations(workspace_id, 1, sizes.per_writer))
-                barrier = threading.Barrier(len(coordinators) + 1)
-
-                threads = [
-                    threading.Thread(target=_write, args=(barrier, coordinator, contributions))
-                    for coordinator, contributions in zip(coordinators, work, strict=True)
-                ]
+                barrier = threading.Barrier(sizes.writers + 1)
+                threads = [threading.Thread(target=_write, args=(barrier, coordinator, w)) for w in work]
                 for thread in threads:
                     thread.start()
+                batches, rows = (group.batches, group.rows) if group else (0, 0)
                 barrier.wait()
                 started = clock()
                 for thread in threads:
                     thread.join()
-                rate = len(coordinators) * sizes.per_writer / (clock() - started)
+                rate = sizes.writers * sizes.per_writer / (clock() - started)
                 ratios.append(rate / alone)
+                batch = (group.rows - rows) / max(1, group.batches - batches) if group else 1.0
+                batch_sizes.append(batch)
                 print(
                     f"{sizes.writers} writer threads, round {number}: coordinator {rate:7.0f}/s  "
-                    f"(one raw writer alone {alone:7.0f}/s: {ratios[-1]:.2f})"
+                    f"(one raw writer alone {alone:7.0f}/s: {ratios[-1]:.2f}; {batch:.1f} commits per group commit)"
                 )
     finally:
-        for coordinator in coordinators:
-            coordinator.ledger.close()
-    return median(ratios)
+        ledger.close()
+    return median(ratios), median(batch_sizes)
 
 
 def _write(barrier: threading.Barrier, coordinator: Coordinator, contributions: list[Contribution]) -> None:

@@ -6,6 +6,9 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
 
 - appends one commit with one autocommitted ``INSERT`` (one round trip, one flush, concurrent writers of
   different workspaces commit in parallel and share group commits);
+- lets appends that arrive while another is being written share the next transaction (group commit,
+  ``caseboard/ledger/group_commit.py``, ADR 0005): a multi-row INSERT that skips, rather than fails on, a
+  row whose (workspace, version) is taken, so each caller still gets its own answer;
 - records the inserting transaction id (``tx xid8``) next to ``notification_id``. A reader of the
   notification log orders by ``(tx, notification_id)`` and reads only rows whose ``tx`` is below the
   oldest transaction still running (``pg_snapshot_xmin``): every such row is final, so no row can later
@@ -19,18 +22,24 @@ for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Composed, Identifier
+
+from caseboard.ledger.group_commit import GroupCommit
+
+_T = TypeVar("_T")
+_Row = tuple[str, int, str, bytes]
 
 
 class LedgerRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "caseboard_commits") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         schema, table = Identifier(datastore.schema), Identifier(events_table_name)
+        self._schema, self._table = schema, table
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {schema}.{table} ("
             "originator_id text NOT NULL, "
@@ -56,8 +65,19 @@ class LedgerRecorder(PostgresApplicationRecorder):
             "FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s) "
             "AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, notification_id LIMIT %s"
         ).format(schema=schema, table=table)
+        self._batch_sql: dict[int, str] = {}
+        self.group = GroupCommit[_Row](self._flush)
         self.after_append: Callable[[], None] | None = None
         """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
+
+    def batch_statement(self, size: int) -> Composed:
+        """``size`` commits in one INSERT; a row whose (workspace, version) is taken is skipped, not fatal."""
+        values = SQL(", ").join([SQL("(%s, %s, %s, %s)")] * size)
+        return SQL(
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) VALUES {values} "
+            "ON CONFLICT (originator_id, originator_version) DO NOTHING "
+            "RETURNING originator_id, originator_version, notification_id"
+        ).format(schema=self._schema, table=self._table, values=values)
 
     def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
         """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind
@@ -74,24 +94,15 @@ class LedgerRecorder(PostgresApplicationRecorder):
         ]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
-        # The pool's connection without eventsourcing's get_connection() and the pool's connection() context
-        # managers: on an autocommit connection they add nothing to one statement but CPU on every commit.
-        pool = self.datastore.pool
+        rows: list[_Row] = [(str(e.originator_id), e.originator_version, e.topic, e.state) for e in stored_events]
         try:
-            pool.open()
-            conn = pool.getconn()
-            try:
-                if self._append_sql is None:  # render once: a composed query would be rendered on every call
-                    self._append_sql = self.append_statement.as_string(conn)
-                if len(rows) == 1:
-                    row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()
-                    assert row is not None
-                    notification_ids = [int(row["notification_id"])]
-                else:
-                    notification_ids = self._append_many(conn, rows)
-            finally:
-                pool.putconn(conn)
+            if len(rows) == 1:
+                notification_id = self.group.append(rows[0])
+                if notification_id is None:
+                    raise IntegrityError(f"{rows[0][0]} version {rows[0][1]} is taken")
+                notification_ids = [notification_id]
+            else:
+                notification_ids = self._with_connection(lambda conn: self._append_many(conn, rows))
         except psycopg.IntegrityError as error:
             raise IntegrityError(str(error)) from error
         except psycopg.Error as error:
@@ -99,6 +110,41 @@ class LedgerRecorder(PostgresApplicationRecorder):
         if self.after_append is not None:
             self.after_append()
         return notification_ids
+
+    def _with_connection(self, work: Callable[[Any], _T]) -> _T:
+        # The pool's connection without eventsourcing's get_connection() and the pool's connection() context
+        # managers: on an autocommit connection they add nothing to one statement but CPU on every commit.
+        pool = self.datastore.pool
+        pool.open()
+        conn = pool.getconn()
+        try:
+            if self._append_sql is None:  # render once: a composed query would be rendered on every call
+                self._append_sql = self.append_statement.as_string(conn)
+            return work(conn)
+        finally:
+            pool.putconn(conn)
+
+    def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
+        """One group-commit batch: one row as a plain INSERT, several as one multi-row INSERT that skips
+        the rows whose (workspace, version) is taken. One statement, one transaction, one WAL flush."""
+        return self._with_connection(lambda conn: self._insert_rows(conn, rows))
+
+    def _insert_rows(self, conn: Any, rows: Sequence[_Row]) -> list[int | None]:
+        if len(rows) == 1:
+            try:
+                row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()
+            except psycopg.errors.UniqueViolation:
+                return [None]
+            assert row is not None
+            return [int(row["notification_id"])]
+        sql = self._batch_sql.get(len(rows))
+        if sql is None:
+            sql = self._batch_sql[len(rows)] = self.batch_statement(len(rows)).as_string(conn)
+        inserted = {
+            (r["originator_id"], r["originator_version"]): int(r["notification_id"])
+            for r in conn.execute(sql, [value for row in rows for value in row], prepare=True).fetchall()
+        }
+        return [inserted.get((row[0], row[1])) for row in rows]
 
     def _append_many(self, conn: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         """Several commits in one transaction (an import): all or none."""

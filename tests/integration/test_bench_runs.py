@@ -17,6 +17,7 @@ COMMIT_FIGURES = {
     "commit_vs_raw_insert",
     "commit_8_writers_vs_raw_insert",
     "commit_8_threads_vs_raw_insert",
+    "commits_per_group_commit_8_threads",
     "raw_8_writers_vs_raw_insert",
     "commit_cost_10000_vs_100",
     "commit_cost_10000_vs_100_mean",

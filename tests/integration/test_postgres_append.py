@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
@@ -52,3 +54,48 @@ def test_appending_to_a_closed_ledger_is_ledger_unavailable(postgres_url: str) -
     ledger.close()
     with pytest.raises(LedgerUnavailable):
         ledger.append(first.model_copy(update={"version": 2}))
+
+
+def test_concurrent_appends_of_one_process_share_transactions_and_a_taken_version_fails_alone(
+    postgres_url: str,
+) -> None:
+    """Eight threads append to one ledger at once, released by a barrier: their rows are grouped into
+    multi-row INSERTs; the thread whose version is taken gets VersionTaken, every other row lands."""
+    ledger = open_ledger(postgres_url)
+    try:
+        first = open_workspace(ledger)
+        group = ledger.events.group  # type: ignore[attr-defined]
+        commits = {
+            f"ws-{n}": [first.model_copy(update={"workspace_id": f"ws-{n}", "version": v}) for v in range(1, 31)]
+            for n in range(2, 9)
+        }
+        commits["ws-1"] = [first.model_copy(update={"version": v}) for v in range(1, 31)]  # version 1 is taken
+        outcomes: dict[str, list[str]] = {}
+        barrier = threading.Barrier(len(commits))
+
+        def write(workspace_id: str) -> None:
+            barrier.wait()
+            outcomes[workspace_id] = []
+            for commit in commits[workspace_id]:
+                try:
+                    ledger.append(commit)
+                    outcomes[workspace_id].append("ok")
+                except VersionTaken:
+                    outcomes[workspace_id].append("taken")
+
+        batches_before = group.batches
+        threads = [threading.Thread(target=write, args=(w,)) for w in commits]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert outcomes["ws-1"] == ["taken"] + ["ok"] * 29
+        assert all(outcomes[w] == ["ok"] * 30 for w in commits if w != "ws-1")
+        assert group.batches - batches_before < 8 * 30  # some commits shared a transaction
+        for workspace_id, expected in commits.items():
+            assert [c.version for c in ledger.read(workspace_id)] == list(range(1, 31))
+            if workspace_id != "ws-1":
+                assert ledger.read(workspace_id) == expected
+        assert ledger.read("ws-1")[0] == first
+    finally:
+        ledger.close()
