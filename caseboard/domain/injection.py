@@ -52,7 +52,17 @@ SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 
 ANY_SIGNAL = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in SIGNALS), re.IGNORECASE)
-"""One pass over the text first: almost all text matches nothing, and one search is cheaper than six."""
+
+KEYWORDS = re.compile(
+    r"ignore|disregard|forget|override|you are now|act as|from now on|pretend|system|assistant|developer|<"
+    r"|\[/?inst|instruction|do not|call\"|call the |run command|run shell|run the command|run the shell"
+    r"|execution_mode|read_only|disable"
+)
+"""What every match of a signal contains, lower-cased: one literal of the signal's first part. Python's
+``re`` tries each branch of ``ANY_SIGNAL`` at every position of the text (~0.2 us per character); this
+alternation of literals over the lower-cased text is about ten times cheaper. A test checks that
+``ANY_SIGNAL`` never matches an ASCII text this misses; text that is not ASCII skips it (case folding beyond
+ASCII is ``re``'s own business)."""
 
 
 def signals_in(text: str) -> list[str]:
@@ -64,8 +74,12 @@ def signals_in(text: str) -> list[str]:
 
 def suspicious_text(item: BaseModel) -> list[dict[str, Any]]:
     """Every free-text field of an item that looks like instructions: ``[{"field", "signals"}]``."""
+    texts = list(_texts(item.model_dump(exclude_none=True), ""))
+    joined = "\n".join(text for _, text in texts)  # a field boundary is a line boundary, as role_marker wants
+    if joined.isascii() and not KEYWORDS.search(joined.lower()):
+        return []  # by far the common case: one cheap pass over all of the item's text
     found = []
-    for path, text in _texts(item.model_dump(exclude_none=True), ""):
+    for path, text in texts:
         signals = signals_in(text)
         if signals:
             found.append({"field": path, "signals": signals})

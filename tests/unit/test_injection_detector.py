@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.injection import signals_in
+from caseboard.domain.injection import ANY_SIGNAL, KEYWORDS, signals_in, suspicious_text
 from caseboard.ledger import open_ledger
 from tests.conftest import contribution, play, scenario_lines
 
@@ -67,3 +69,49 @@ def test_a_suspicious_observation_is_committed_with_the_flag_in_its_decision() -
     ]
     assert ledger.read("ws-1")[-1].decisions[0]["suspicious"][0]["field"] == "statement"
     assert coordinator.workspaces.show("ws-1")["status"] == "investigating"
+
+
+FRAGMENTS = [
+    "ignore", "disregard", "forget", "override", "previous", "all", "your", "instructions", "prompt", "rules",
+    "you are now", "act as", "a", "the", "from now on,", "you", "pretend", "to be", "system", "assistant",
+    "developer", ":", "<|", "|>", "im_start", "[INST]", "[/inst]", "new", "updated", "real", "instruction",
+    "do not", "tell", "inform", "user", "operator", "<", "/", "tool_call", "function_call", "tool_use", "invoke",
+    '"', "toolcall", "call", "the", "shell", "tool", "run", "command", "execution_mode", "read_only", "=",
+    "disable", "read-only", "safety", "guardrails", "\n", " ", "  ", ".", "payments-api", "13:57", "x",
+]
+ascii_texts = st.lists(
+    st.sampled_from(FRAGMENTS).flatmap(lambda f: st.sampled_from([f, f.upper(), f.title()])), max_size=14
+).map("".join) | st.lists(st.sampled_from(FRAGMENTS), max_size=14).map(" ".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(ascii_texts)
+def test_the_keyword_prefilter_never_misses_a_signal(text: str) -> None:
+    """Whatever ANY_SIGNAL matches in ASCII text, the cheap keyword pass over the lower-cased text finds."""
+    if ANY_SIGNAL.search(text):
+        assert KEYWORDS.search(text.lower()), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(ascii_texts | st.text(max_size=60), ascii_texts)
+def test_an_items_flags_are_those_of_each_field_checked_alone(statement: str, instance: str) -> None:
+    item = parse_contribution(
+        contribution(
+            [
+                {
+                    "type": "observation",
+                    "id": "obs-1",
+                    "statement": statement or "-",
+                    "source": {"system": "auth-logs", "instance": instance or "-"},
+                    "event_time": "2026-03-02T14:03:00Z",
+                    "event_time_quality": "verified",
+                }
+            ]
+        )
+    ).items[0]
+    expected = [
+        {"field": field, "signals": signals_in(text)}
+        for field, text in (("statement", statement or "-"), ("source.instance", instance or "-"))
+        if signals_in(text)
+    ]
+    assert suspicious_text(item) == expected
