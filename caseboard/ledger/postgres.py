@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import psycopg
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from caseboard.ledger.group_commit import GroupCommit
@@ -67,6 +68,8 @@ class LedgerRecorder(PostgresApplicationRecorder):
         ).format(schema=schema, table=table)
         self._batch_sql: dict[int, str] = {}
         self.group = GroupCommit[_Row](self._flush)
+        self._writer: psycopg.Cursor[tuple[Any, ...]] | None = None
+        self._writer_sql = ""
         self.after_append: Callable[[], None] | None = None
         """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
 
@@ -126,25 +129,45 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
         """One group-commit batch: one row as a plain INSERT, several as one multi-row INSERT that skips
-        the rows whose (workspace, version) is taken. One statement, one transaction, one WAL flush."""
-        return self._with_connection(lambda conn: self._insert_rows(conn, rows))
+        the rows whose (workspace, version) is taken. One statement, one transaction, one WAL flush.
 
-    def _insert_rows(self, conn: Any, rows: Sequence[_Row]) -> list[int | None]:
-        if len(rows) == 1:
-            try:
-                row = conn.execute(self._append_sql, rows[0], prepare=True).fetchone()
-            except psycopg.errors.UniqueViolation:
-                return [None]
-            assert row is not None
-            return [int(row["notification_id"])]
-        sql = self._batch_sql.get(len(rows))
-        if sql is None:
-            sql = self._batch_sql[len(rows)] = self.batch_statement(len(rows)).as_string(conn)
-        inserted = {
-            (r["originator_id"], r["originator_version"]): int(r["notification_id"])
-            for r in conn.execute(sql, [value for row in rows for value in row], prepare=True).fetchall()
-        }
-        return [inserted.get((row[0], row[1])) for row in rows]
+        Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
+        its own: no pool checkout, no cursor and no row dict built per commit."""
+        cursor = self._writer_cursor()
+        try:
+            if len(rows) == 1:
+                try:
+                    cursor.execute(self._writer_sql, rows[0], prepare=True)
+                except psycopg.errors.UniqueViolation:
+                    return [None]
+                row = cursor.fetchone()
+                assert row is not None
+                return [int(row[0])]
+            sql = self._batch_sql.get(len(rows))
+            if sql is None:
+                sql = self._batch_sql[len(rows)] = self.batch_statement(len(rows)).as_string(cursor.connection)
+            cursor.execute(sql, [value for row in rows for value in row], prepare=True)
+            inserted = {(r[0], r[1]): int(r[2]) for r in cursor.fetchall()}
+            return [inserted.get((row[0], row[1])) for row in rows]
+        except psycopg.OperationalError:
+            self.release_writer()  # the connection is gone: the next batch takes a fresh one
+            raise
+
+    def _writer_cursor(self) -> psycopg.Cursor[tuple[Any, ...]]:
+        if self._writer is None or self._writer.closed:
+            pool = self.datastore.pool
+            pool.open()
+            conn = pool.getconn()
+            self._writer = conn.cursor(row_factory=tuple_row)
+            self._writer_sql = self.append_statement.as_string(conn)
+        return self._writer
+
+    def release_writer(self) -> None:
+        """Give the leader's connection back to the pool (before the pool closes, or once it broke)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+            self.datastore.pool.putconn(writer.connection)
 
     def _append_many(self, conn: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         """Several commits in one transaction (an import): all or none."""

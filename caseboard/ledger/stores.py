@@ -122,4 +122,9 @@ def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int, *
     except Exception as error:
         datastore.close()
         raise LedgerUnavailable(f"cannot prepare the ledger in schema {schema!r}: {error}") from error
-    return EventsourcingLedger(events, snapshots, datastore.close)
+
+    def close() -> None:
+        events.release_writer()
+        datastore.close()
+
+    return EventsourcingLedger(events, snapshots, close)

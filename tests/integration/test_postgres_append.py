@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
+
 import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
@@ -97,5 +99,23 @@ def test_concurrent_appends_of_one_process_share_transactions_and_a_taken_versio
             if workspace_id != "ws-1":
                 assert ledger.read(workspace_id) == expected
         assert ledger.read("ws-1")[0] == first
+    finally:
+        ledger.close()
+
+
+def test_after_its_connection_is_killed_the_ledger_writes_on_a_fresh_one(postgres_url: str) -> None:
+    """The leader's own connection is terminated by the server: that append fails as unavailable (it may or
+    may not have landed, as with any lost connection), and the next append takes a fresh connection."""
+    ledger = open_ledger(postgres_url)
+    try:
+        first = open_workspace(ledger)
+        writer = ledger.events._writer  # type: ignore[attr-defined]
+        assert writer is not None
+        with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (writer.connection.info.backend_pid,))
+        with pytest.raises(LedgerUnavailable):
+            ledger.append(first.model_copy(update={"version": 2}))
+        ledger.append(first.model_copy(update={"version": 2}))
+        assert [c.version for c in ledger.read("ws-1")] == [1, 2]
     finally:
         ledger.close()
