@@ -11,6 +11,7 @@ import httpx
 
 from caseboard.api import create_app
 from caseboard.api.embedded import serve_in_thread
+from caseboard.api.fast_path import CaseboardAPI
 from caseboard.app import App, build_app
 from caseboard.domain.items import Role
 from caseboard.keys import KeyStore, open_key_store
@@ -30,6 +31,7 @@ class RunningServer:
     base_url: str
     app: App
     keys: KeyStore
+    api: CaseboardAPI
     clients: list[httpx.Client] = field(default_factory=list)
 
     def token(self, principal: str, *roles: str, tenant: str = "tenant-a") -> str:
@@ -70,13 +72,15 @@ def observation(obs_id: str, statement: str = "auth failures on payments-api-3")
 
 
 @contextmanager
-def running_server(database_url: str, *, trust_timestamps: bool = False) -> Iterator[RunningServer]:
+def running_server(
+    database_url: str, *, trust_timestamps: bool = False, key_cache_s: float = 1.0
+) -> Iterator[RunningServer]:
     app = build_app(Settings(), database_url=database_url)
     keys = open_key_store(database_url)
-    api = create_app(app, keys, trust_timestamps=trust_timestamps, poll_interval_s=0.05)
+    api = create_app(app, keys, trust_timestamps=trust_timestamps, poll_interval_s=0.05, key_cache_s=key_cache_s)
     try:
         with serve_in_thread(api) as base_url:
-            running = RunningServer(base_url, app, keys)
+            running = RunningServer(base_url, app, keys, api)
             try:
                 yield running
             finally:

@@ -68,6 +68,11 @@ async def caller(
             svc.key_cache.put(credentials.credentials, key)
     if key is None:
         raise ApiError("unauthenticated", "the API key is unknown or revoked", headers=challenge)
+    return authorize(key, role)
+
+
+def authorize(key: ApiKey, role: str | None) -> Caller:
+    """The caller a key acts as: its one role, or the role named in ``X-Caseboard-Role`` if it holds it."""
     if role is None:
         if len(key.roles) != 1:
             raise ApiError(

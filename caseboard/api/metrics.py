@@ -24,6 +24,7 @@ class Metrics:
         self.buckets: dict[str, list[int]] = {}
         self.sums: dict[str, float] = {}
         self.counts: Counter[str] = Counter()
+        self.fast_path = 0
 
     def outcome(self, outcome: dict[str, Any]) -> None:
         with self._guard:
@@ -33,8 +34,9 @@ class Metrics:
             else:
                 self.refusals[str(outcome.get("reason"))] += 1
 
-    def request(self, method: str, route: str, status: int, seconds: float) -> None:
+    def request(self, method: str, route: str, status: int, seconds: float, *, fast: bool = False) -> None:
         with self._guard:
+            self.fast_path += fast
             self.requests[(method, route, str(status))] += 1
             counts = self.buckets.setdefault(route, [0] * len(BUCKETS))
             for index, bound in enumerate(BUCKETS):
@@ -58,6 +60,10 @@ class Metrics:
                     f'caseboard_http_requests_total{{method="{m}",route="{r}",status="{s}"}} {n}'
                     for (m, r, s), n in sorted(self.requests.items())
                 ),
+                "# HELP caseboard_http_submit_fast_path_total Submissions answered without FastAPI's routing "
+                "(ADR 0034).",
+                "# TYPE caseboard_http_submit_fast_path_total counter",
+                f"caseboard_http_submit_fast_path_total {self.fast_path}",
                 "# HELP caseboard_http_request_duration_seconds HTTP request latency, by route template.",
                 "# TYPE caseboard_http_request_duration_seconds histogram",
             ]

@@ -66,6 +66,12 @@ def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep)
     summary="Submit a contribution (one or more items, committed atomically)",
 )
 def submit(workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
+    return submit_contribution(svc, who, workspace_id, body)
+
+
+def submit_contribution(svc: Services, who: Caller, workspace_id: str, body: ContributionRequest) -> JSONResponse:
+    """The submit route's work, shared with its fast path (``caseboard/api/fast_path.py``). An ``ApiError``
+    is raised before anything is committed."""
     visible(svc, who, workspace_id)
     if body.workspace_id is not None and body.workspace_id != workspace_id:
         raise ApiError(

@@ -7,6 +7,7 @@ from fastapi.exceptions import RequestValidationError
 
 from caseboard.api import routes_events, routes_ops, routes_read, routes_write
 from caseboard.api.errors import ApiError, on_api_error, on_caseboard_error, on_validation_error
+from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.metrics import MetricsMiddleware
 from caseboard.api.services import KeyCache, Services
 from caseboard.app import App
@@ -41,7 +42,7 @@ def create_app(
         poll_interval_s=poll_interval_s,
         key_cache=KeyCache(key_cache_s),
     )
-    api = FastAPI(title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES)
+    api = CaseboardAPI(title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES)
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):
         api.include_router(module.router)

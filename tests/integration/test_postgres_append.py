@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import psycopg
-
 import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
