@@ -26,7 +26,7 @@ class _Pending(Generic[Row]):
 
     def __init__(self, row: Row) -> None:
         self.row = row
-        self.done = threading.Event()
+        self.done: threading.Event | None = None  # made only for a caller that has to wait
         self.lead = False
         self.result: int | None = None
         self.error: BaseException | None = None
@@ -48,9 +48,12 @@ class GroupCommit(Generic[Row]):
         with self._lock:
             self._queue.append(pending)
             leads = not self._writing
-            self._writing = True
+            if leads:
+                self._writing = True
+            else:
+                pending.done = done = threading.Event()
         if not leads:
-            pending.done.wait()
+            done.wait()
             if not pending.lead:
                 return self._answer(pending)
         self._write()
@@ -77,11 +80,13 @@ class GroupCommit(Generic[Row]):
                 if self._queue:
                     successor = self._queue[0]
                     successor.lead = True
+                    assert successor.done is not None
                     successor.done.set()
                 else:
                     self._writing = False
             for pending in batch:
-                pending.done.set()
+                if pending.done is not None:
+                    pending.done.set()
 
     @staticmethod
     def _answer(pending: _Pending[Row]) -> int | None:

@@ -118,3 +118,17 @@ def test_after_its_connection_is_killed_the_ledger_writes_on_a_fresh_one(postgre
         assert [c.version for c in ledger.read("ws-1")] == [1, 2]
     finally:
         ledger.close()
+
+
+def test_a_row_the_server_rejects_is_unavailable_and_the_writer_goes_on(postgres_url: str) -> None:
+    """An error other than a taken version (here text PostgreSQL cannot store) is raised to its caller as
+    the ledger refusing the commit; the writer's connection stays usable."""
+    ledger = open_ledger(postgres_url)
+    try:
+        first = open_workspace(ledger)
+        with pytest.raises(LedgerUnavailable, match="0x00"):
+            ledger.append(first.model_copy(update={"workspace_id": "ws-\x00", "version": 1}))
+        ledger.append(first.model_copy(update={"version": 2}))
+        assert [c.version for c in ledger.read("ws-1")] == [1, 2]
+    finally:
+        ledger.close()
