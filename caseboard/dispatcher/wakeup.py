@@ -3,8 +3,8 @@
 A NOTIFY inside the commit transaction would take PostgreSQL's database-wide notification lock at commit
 and serialize every writer. ``CommitNotifier`` is instead a thread with its own connection: the writer only
 sets an event (no round trip on its critical path) and the thread sends one NOTIFY for however many
-commits happened meanwhile, and at most one every ``MIN_GAP_S``. A lost wake-up only delays: the dispatcher polls as a fallback
-(docs/adr/0012-wakeups-after-commit.md).
+commits happened meanwhile, and at most one every ``MIN_GAP_S``. A lost wake-up only delays: the dispatcher
+polls as a fallback (docs/adr/0012-wakeups-after-commit.md).
 """
 
 from __future__ import annotations
