@@ -74,18 +74,21 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
                     "an operator may reopen it (a 'reopen' item with an owner and a new budget)",
                     field=f"items[{index}]",
                 )
-    draft_commit = Commit(
-        workspace_id=state.workspace_id,
-        version=state.version + 1,
-        at=at,
-        author=contribution.author,
-        expected_version=contribution.expected_version,
-        idempotency_key=contribution.idempotency_key,
-        digest=digest,
-        items=(),
-        decisions=(),
-        previous_hash=state.head_hash,
-    )
+    if at.tzinfo is None:
+        raise ValueError("a commit's time must carry its time zone")
+    envelope: dict[str, Any] = {
+        "workspace_id": state.workspace_id,
+        "version": state.version + 1,
+        "at": at,
+        "author": contribution.author,
+        "expected_version": contribution.expected_version,
+        "idempotency_key": contribution.idempotency_key,
+        "digest": digest,
+        "previous_hash": state.head_hash,
+    }
+    # Every value is already validated (the contribution, the state, an aware time), so the commit is
+    # constructed without validating it again: on the hot path that is a third of the cost of building it.
+    draft_commit = Commit.model_construct(items=(), decisions=(), **envelope)
     draft = state  # forked at the first item applied to it
     decisions: list[dict[str, Any]] = []
     last = len(contribution.items) - 1
@@ -101,7 +104,7 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         if suspicious:
             decision["suspicious"] = suspicious
         decisions.append(decision)
-    return draft_commit.model_copy(update={"items": contribution.items, "decisions": tuple(decisions)}).sealed()
+    return Commit.model_construct(items=contribution.items, decisions=tuple(decisions), **envelope).sealed()
 
 
 def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:
