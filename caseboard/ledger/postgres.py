@@ -21,7 +21,6 @@ for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 m
 
 from __future__ import annotations
 
-import select
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -32,6 +31,7 @@ from psycopg import pq
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
+from caseboard.ledger import libpq
 from caseboard.ledger.group_commit import GroupCommit
 
 _T = TypeVar("_T")
@@ -47,40 +47,18 @@ BINARY = [1, 1, 1, 1]
 
 
 def _insert_prepared(pgconn: Any, row: _Row) -> int | None:
-    """One commit through libpq's asynchronous calls: its notification id, or None when its version is taken.
-
-    psycopg's ``Cursor.execute`` spends ~35 us of CPU per statement on its query cache, adaptation and
-    result machinery; this is the same protocol exchange for a fixed statement of known types, ~10 us. It
-    waits for the socket in ``select``, which releases the GIL, as psycopg does (libpq's blocking
-    ``PQexec`` would hold it for the whole round trip)."""
+    """One commit on the writer's prepared statement (``caseboard/ledger/libpq.py``): its notification id,
+    or None when its version is taken."""
     workspace_id, version, topic, state = row
     params = [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
     pgconn.send_query_prepared(APPEND_NAME.encode(), params, BINARY)  # the server checks every byte
-    while pgconn.flush():
-        select.select([], [pgconn.socket], [])
-    result = None
-    while True:
-        pgconn.consume_input()
-        while pgconn.is_busy():
-            select.select([pgconn.socket], [], [])
-            pgconn.consume_input()
-        answer = pgconn.get_result()
-        if answer is None:
-            break
-        if result is None:
-            result = answer
-    assert result is not None
+    result = libpq.exchange(pgconn)
     if result.status == pq.ExecStatus.TUPLES_OK:
         return int(result.get_value(0, 0))
-    state_code = (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
-    if state_code == "23505":  # unique_violation: the (workspace, version) is taken
+    if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
         return None
-    message = (result.error_message or b"").decode(errors="replace").strip()
-    try:
-        error_class = psycopg.errors.lookup(state_code)
-    except KeyError:
-        error_class = psycopg.DatabaseError
-    raise error_class(message)
+    libpq.raise_for(result)
+    raise AssertionError("unreachable")
 
 
 class LedgerRecorder(PostgresApplicationRecorder):

@@ -1,0 +1,58 @@
+"""The few statements on the hot path, sent with libpq's asynchronous calls instead of psycopg's cursors.
+
+psycopg's ``execute`` spends ~35-50 us of CPU per statement on its query cache, adaptation and result
+objects. For a fixed statement of known types (the append of one commit, the commit notifier's NOTIFY) the
+protocol exchange itself is ~10 us. ``exchange`` waits for the socket in ``select``, which releases the GIL
+as psycopg does (libpq's blocking ``PQexec`` would hold it for the whole round trip). Errors are psycopg's:
+``OperationalError`` when the connection is lost, the SQLSTATE's class otherwise (``raise_for``).
+"""
+
+from __future__ import annotations
+
+import select
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+
+def exchange(pgconn: Any) -> Any:
+    """After a ``send_*`` call: flush, wait for and drain the results; the first one."""
+    while pgconn.flush():
+        select.select([], [pgconn.socket], [])
+    first = None
+    while True:
+        pgconn.consume_input()
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        if first is None:
+            first = result
+    if first is None:
+        raise psycopg.OperationalError("the server sent no result")
+    return first
+
+
+def sqlstate(result: Any) -> str:
+    return (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
+
+
+def raise_for(result: Any) -> None:
+    """Raise the psycopg error of a failed result."""
+    message = (result.error_message or b"").decode(errors="replace").strip()
+    try:
+        error_class = psycopg.errors.lookup(sqlstate(result))
+    except KeyError:
+        error_class = psycopg.DatabaseError
+    raise error_class(message)
+
+
+def command(pgconn: Any, sql: bytes) -> None:
+    """One statement without parameters or rows (``NOTIFY ...``)."""
+    pgconn.send_query(sql)
+    result = exchange(pgconn)
+    if result.status != pq.ExecStatus.COMMAND_OK:
+        raise_for(result)
