@@ -101,6 +101,7 @@ CALLS = [
     Call("not JSON", False, body=obs("obs-19"), headers=(("Content-Type", "text/plain"),)),
     Call("a body over the limit", False, body=b'{"items": ["' + b"x" * MAX_BODY_BYTES + b'"]}'),
     Call("an empty body", False, body=b""),
+    Call("JSON nested too deep to parse", False, body=b"[" * 100_000 + b"]" * 100_000),
     Call("after all that, an observation", True, body=obs("obs-20")),
 ]
 
