@@ -104,6 +104,9 @@ class CaseboardAPI(FastAPI):
             return _replaying(body, receive)
         except CaseboardError as error:
             response = await on_caseboard_error(Request(scope), error)
+        except BaseException:  # uvicorn answers 500, as FastAPI's own error middleware would
+            svc.metrics.request("POST", SUBMIT_ROUTE, 500, time.perf_counter() - started, fast=True)
+            raise
         await response(scope, receive, send)
         svc.metrics.request("POST", SUBMIT_ROUTE, response.status_code, time.perf_counter() - started, fast=True)
         return None

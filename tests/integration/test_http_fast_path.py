@@ -183,3 +183,21 @@ def test_a_chunked_body_is_read_whole_on_the_fast_path(servers: tuple[RunningSer
     )
     assert response.status_code == 201, response.text
     assert fast_answers(fast) == before + 1
+
+
+class Broken:
+    def submit(self, contribution: object) -> dict[str, Any]:
+        raise RuntimeError("a bug in the coordinator")
+
+
+def test_an_unexpected_error_is_a_500_on_both_paths_and_counted(
+    servers: tuple[RunningServer, RunningServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for server in servers:
+        client = clients(server)["specialist"]
+        monkeypatch.setattr(server.app, "coordinator", lambda **_: Broken())
+        response = client.post("/workspaces/ws-d/contributions", json=obs("obs-broken"))
+        assert response.status_code == 500
+        metrics = httpx.get(f"{server.base_url}/metrics").text
+        route = 'method="POST",route="/workspaces/{workspace_id}/contributions",status="500"'
+        assert f"caseboard_http_requests_total{{{route}}} 1" in metrics
