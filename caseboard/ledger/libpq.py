@@ -10,7 +10,7 @@ as psycopg does (libpq's blocking ``PQexec`` would hold it for the whole round t
 from __future__ import annotations
 
 import select
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 from psycopg import pq
@@ -40,7 +40,7 @@ def sqlstate(result: Any) -> str:
     return (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
 
 
-def raise_for(result: Any) -> None:
+def raise_for(result: Any) -> NoReturn:
     """Raise the psycopg error of a failed result."""
     message = (result.error_message or b"").decode(errors="replace").strip()
     try:

@@ -4,8 +4,9 @@ eventsourcing's own recorder takes ``LOCK TABLE ... EXCLUSIVE`` and issues ``NOT
 that notification ids commit in order. Both serialize every writer of the database through one lock
 held across the commit's WAL flush. This recorder keeps the table shape and interface, and instead:
 
-- appends one commit with one autocommitted ``INSERT`` (one round trip, one flush, concurrent writers of
-  different workspaces commit in parallel and share group commits);
+- appends one commit with one autocommitted ``INSERT`` (one round trip, one flush; concurrent writers of
+  different processes commit in parallel and share PostgreSQL's group flush of the WAL), prepared once on a
+  connection the writer keeps and sent through libpq (``caseboard/ledger/libpq.py``);
 - lets appends that arrive while another is being written share the next transaction (group commit,
   ``caseboard/ledger/group_commit.py``, ADR 0005): a multi-row INSERT that skips, rather than fails on, a
   row whose (workspace, version) is taken, so each caller still gets its own answer;
@@ -58,7 +59,6 @@ def _insert_prepared(pgconn: Any, row: _Row) -> int | None:
     if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
         return None
     libpq.raise_for(result)
-    raise AssertionError("unreachable")
 
 
 class LedgerRecorder(PostgresApplicationRecorder):
