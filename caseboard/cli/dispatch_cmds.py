@@ -13,7 +13,7 @@ from caseboard.app import App
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
-from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.errors import CaseboardError, ConfigurationError
 from caseboard.workers.host import DEFAULT_KINDS
 from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker, waiter
 
@@ -44,6 +44,16 @@ def register(commands: Any) -> None:
     status = outbox_commands.add_parser("status", help="position, head, pending, delivered, duplicates (JSON)")
     status.add_argument("--name", default="dispatcher")
     status.set_defaults(handler=cmd_outbox_status)
+    prune = outbox_commands.add_parser(
+        "prune", help="forget notifications processed more than --older-than-days ago (JSON counts)"
+    )
+    prune.add_argument(
+        "--older-than-days",
+        type=float,
+        default=7.0,
+        help="keep what was processed more recently (default 7; redeliveries come within minutes)",
+    )
+    prune.set_defaults(handler=cmd_outbox_prune)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -94,6 +104,18 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
         worker.stop()
         broker.close()
         store.close()
+    return 0
+
+
+def cmd_outbox_prune(app: App, args: argparse.Namespace) -> int:
+    if not args.older_than_days > 0:
+        raise CaseboardError(f"--older-than-days must be more than 0, not {args.older_than_days}")
+    store = DispatchStore(app.database_url)
+    try:
+        pruned = store.prune(args.older_than_days * 86_400)
+    finally:
+        store.close()
+    sys.stdout.write(json.dumps({**pruned, "older_than_days": args.older_than_days}) + "\n")
     return 0
 
 

@@ -227,6 +227,33 @@ class DispatchStore:
             (consumer,),
         )
 
+    # -- retention ------------------------------------------------------------------------------------
+
+    def prune(self, older_than_s: float) -> dict[str, int]:
+        """Forget notifications processed more than ``older_than_s`` ago: their delivery rows, then their
+        processed rows. Nothing unprocessed is touched, however old: the re-drive still needs it.
+
+        A processed row is what makes a redelivery a duplicate; one redelivered after its row is gone would
+        be processed again. Redeliveries come within minutes (a dead worker's heartbeat, a re-drive), so
+        the window should be days (``caseboard outbox prune`` takes 7 by default)."""
+        cutoff = time.time() - older_than_s
+        with self._tx() as cur:
+            cur.execute(
+                "DELETE FROM caseboard_deliveries WHERE sent_at < %s AND EXISTS (SELECT 1 FROM "
+                "caseboard_processed p WHERE p.consumer = caseboard_deliveries.queue "
+                "AND p.notification_id = caseboard_deliveries.notification_id AND p.processed_at < %s)",
+                (cutoff, cutoff),
+            )
+            deliveries = cur.rowcount
+            cur.execute(
+                "DELETE FROM caseboard_processed WHERE processed_at < %s AND NOT EXISTS (SELECT 1 FROM "
+                "caseboard_deliveries d WHERE d.queue = caseboard_processed.consumer "
+                "AND d.notification_id = caseboard_processed.notification_id)",
+                (cutoff,),
+            )
+            processed = cur.rowcount
+        return {"deliveries_pruned": deliveries, "processed_pruned": processed}
+
     # -- reporting ------------------------------------------------------------------------------------
 
     def status(self, name: str) -> dict[str, Any]:

@@ -278,6 +278,8 @@ def opened_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         (["show", WS, "--format", "xml"], "'xml'"),
         (["show", WS, "--at-version", "twenty"], "'twenty'"),
         (["explode"], "'explode'"),
+        (["outbox", "prune", "--older-than-days", "0"], "--older-than-days must be more than 0"),
+        (["outbox", "prune", "--older-than-days", "a week"], "'a week'"),
     ],
 )
 def test_a_user_mistake_is_one_line_on_stderr_and_a_non_zero_exit(opened_url: str, args: list[str], says: str) -> None:
