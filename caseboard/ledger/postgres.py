@@ -23,7 +23,7 @@ for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
@@ -35,7 +35,6 @@ from psycopg.sql import SQL, Composed, Identifier
 from caseboard.ledger import libpq
 from caseboard.ledger.group_commit import GroupCommit
 
-_T = TypeVar("_T")
 _Row = tuple[str, int, str, bytes]
 
 
@@ -81,7 +80,6 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 index=Identifier(f"{events_table_name}_tx_idx"), schema=schema, table=table
             )
         )
-        self._append_sql: str | None = None
         self.append_statement = SQL(
             "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s) RETURNING notification_id"
@@ -133,7 +131,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
                     raise IntegrityError(f"{rows[0][0]} version {rows[0][1]} is taken")
                 notification_ids = [notification_id]
             else:
-                notification_ids = self._with_connection(lambda conn: self._append_many(conn, rows))
+                notification_ids = self._append_many(rows)
         except psycopg.IntegrityError as error:
             raise IntegrityError(str(error)) from error
         except psycopg.Error as error:
@@ -141,19 +139,6 @@ class LedgerRecorder(PostgresApplicationRecorder):
         if self.after_append is not None:
             self.after_append()
         return notification_ids
-
-    def _with_connection(self, work: Callable[[Any], _T]) -> _T:
-        # The pool's connection without eventsourcing's get_connection() and the pool's connection() context
-        # managers: on an autocommit connection they add nothing to one statement but CPU on every commit.
-        pool = self.datastore.pool
-        pool.open()
-        conn = pool.getconn()
-        try:
-            if self._append_sql is None:  # render once: a composed query would be rendered on every call
-                self._append_sql = self.append_statement.as_string(conn)
-            return work(conn)
-        finally:
-            pool.putconn(conn)
 
     def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
         """One group-commit batch: one row as a plain INSERT, several as one multi-row INSERT that skips
@@ -197,11 +182,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
             writer.close()
             self.datastore.pool.putconn(writer.connection)
 
-    def _append_many(self, conn: Any, rows: list[tuple[Any, ...]]) -> list[int]:
+    def _append_many(self, rows: list[_Row]) -> list[int]:
         """Several commits in one transaction (an import): all or none."""
         ids: list[int] = []
-        with conn.transaction(), conn.cursor() as cursor:
-            cursor.executemany(self._append_sql, rows, returning=True)
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            cursor.executemany(self.append_statement, rows, returning=True)
             while True:
                 fetched = cursor.fetchone()
                 assert fetched is not None
