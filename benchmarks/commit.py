@@ -4,6 +4,8 @@
   one workspace, contributions parsed beforehand, the per-commit log event rendered to /dev/null) over raw
   INSERT commits/s; raw and coordinator alternate in chunks of each round, each rate is the median of the
   rounds.
+  ``eventsourcing_save_vs_raw_insert`` is eventsourcing's own one-event save over the same raw rate, for
+  context (``benchmarks/stock.py``).
 - ``commit_8_writers_vs_raw_insert``: total commits/s of 8 writer processes on 8 workspaces over the
   single-writer raw rate, measured alone just before in each round; ``raw_8_writers_vs_raw_insert`` is the
   same for 8 raw writers, for context.
@@ -32,6 +34,7 @@ from benchmarks.workload import (
     schema_of,
     submit_all,
 )
+from benchmarks.stock import StockSaver
 from benchmarks.writers import run_writers
 from caseboard.coordinator import Coordinator
 from caseboard.domain.contribution import Contribution
@@ -63,7 +66,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
         try:
             create_raw_table(ctx.postgres_url, schema_of(ledger_url))
             coordinator = Coordinator(ledger)
-            raw, commit = single_writer(ctx, coordinator, ledger_url, payload, sizes)
+            raw, commit, stock = single_writer(ctx, coordinator, ledger_url, payload, sizes)
             with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as alone:
                 many = run_writers(
                     ledger_url, alone, writers=sizes.writers, per_writer=sizes.per_writer, rounds=ctx.rounds
@@ -87,6 +90,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
     return {
         "commit_vs_raw_insert": commit / raw,
         "raw_insert_per_s": raw,  # the disk decides it: compare ratios only between machines that agree on it
+        "eventsourcing_save_vs_raw_insert": stock,  # context: the stock save on this machine
         "commit_8_writers_vs_raw_insert": many_commit / alone_rate,
         "raw_8_writers_vs_raw_insert": many_raw / alone_rate,
         "commit_8_threads_vs_raw_insert": threaded,
@@ -98,11 +102,14 @@ def run(ctx: BenchContext) -> dict[str, float]:
 
 def single_writer(
     ctx: BenchContext, coordinator: Coordinator, ledger_url: str, payload: bytes, sizes: Sizes
-) -> tuple[float, float]:
-    """Median raw and coordinator commits/s of one writer. Within a round the two alternate in chunks, so
-    that both see the same load on a shared machine."""
+) -> tuple[float, float, float]:
+    """Median raw and coordinator commits/s of one writer, and the median ratio of eventsourcing's own save
+    to the raw rate of the same round. Within a round raw and coordinator alternate in chunks, so that both
+    see the same load on a shared machine."""
     raws: list[float] = []
     commits: list[float] = []
+    stocks: list[float] = []
+    stock = StockSaver(ctx.postgres_url, schema_of(ledger_url), len(payload) - 100)
     with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as raw:
         warm_up = min(sizes.single, 100)
         accept(coordinator, open_workspace("ws-warm-up"))
@@ -122,11 +129,13 @@ def single_writer(
                 raw_s, commit_s = raw_s + middle - started, commit_s + clock() - middle
             raws.append(sizes.single / raw_s)
             commits.append(sizes.single / commit_s)
+            stocks.append(stock.save(sizes.single // 4) / raws[-1])
             print(
                 f"1 writer, round {number}: raw {raws[-1]:7.0f}/s  coordinator {commits[-1]:7.0f}/s  "
-                f"({commits[-1] / raws[-1]:.2f})"
+                f"({commits[-1] / raws[-1]:.2f}; eventsourcing's own save {stocks[-1]:.2f})"
             )
-    return median(raws), median(commits)
+    stock.close()
+    return median(raws), median(commits), median(stocks)
 
 
 def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: Sizes) -> tuple[float, float]:

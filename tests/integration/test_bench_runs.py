@@ -16,6 +16,7 @@ pytestmark = pytest.mark.postgres
 COMMIT_FIGURES = {
     "commit_vs_raw_insert",
     "raw_insert_per_s",
+    "eventsourcing_save_vs_raw_insert",
     "commit_8_writers_vs_raw_insert",
     "commit_8_threads_vs_raw_insert",
     "commits_per_group_commit_8_threads",
