@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 
 from benchmarks.context import BenchContext, median
+from benchmarks.stock import StockSaver
 from benchmarks.workload import (
     accept,
     clock,
@@ -34,7 +35,6 @@ from benchmarks.workload import (
     schema_of,
     submit_all,
 )
-from benchmarks.stock import StockSaver
 from benchmarks.writers import run_writers
 from caseboard.coordinator import Coordinator
 from caseboard.domain.contribution import Contribution
