@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,21 @@ def scenario_dir() -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{SHARED_SCENARIOS} is missing: CI runs beside a copy of shared/")
     return PACKAGED_SCENARIOS
+
+
+def caseboard(*args: str, url: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real command line in a subprocess, on the ledger at ``url``, logging JSON."""
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": url, "CASEBOARD_LOG_FORMAT": "json"}
+    env.pop("CASEBOARD_LOG_LEVEL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "caseboard", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def service_missing(name: str, error: Exception) -> None:

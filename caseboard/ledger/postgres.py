@@ -141,8 +141,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
         return notification_ids
 
     def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
-        """One group-commit batch: one row as a plain INSERT, several as one multi-row INSERT that skips
-        the rows whose (workspace, version) is taken. One statement, one transaction, one WAL flush.
+        """One group-commit batch: one row on the prepared INSERT through libpq, several as one multi-row
+        INSERT that skips the rows whose (workspace, version) is taken. One statement, one transaction, one
+        WAL flush.
 
         Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
         its own: no pool checkout, no cursor and no row dict built per commit."""

@@ -18,23 +18,9 @@ from urllib.parse import parse_qs, urlparse, urlunparse
 import pytest
 import yaml
 
-from tests.conftest import scenario_dir, scenario_lines, stale_install
+from tests.conftest import caseboard, scenario_dir, scenario_lines, stale_install
 
 WS = "incident-042"
-
-
-def caseboard(*args: str, url: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CASEBOARD_DATABASE_URL": url, "CASEBOARD_LOG_FORMAT": "json"}
-    env.pop("CASEBOARD_LOG_LEVEL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "caseboard", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def jsonl(text: str) -> list[dict[str, Any]]:

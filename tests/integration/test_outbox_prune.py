@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -12,7 +10,7 @@ import pytest
 
 from caseboard.dispatcher.store import Delivery, DispatchStore
 from caseboard.ledger import open_ledger
-from tests.conftest import ROOT
+from tests.conftest import caseboard
 
 DAY = 86_400.0
 
@@ -66,14 +64,6 @@ def test_outbox_prune_prints_what_it_pruned(url: str, store: DispatchStore) -> N
     store.begin("planner", "n-1")
     store.finish("planner", "n-1")
     age(store, "n-1", days=3)
-    env = {"CASEBOARD_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "caseboard", "outbox", "prune", "--older-than-days", "2"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = caseboard("outbox", "prune", "--older-than-days", "2", url=url)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"deliveries_pruned": 1, "processed_pruned": 1, "older_than_days": 2.0}
