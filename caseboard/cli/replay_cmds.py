@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +43,12 @@ def register(commands: Any) -> None:
     ver = commands.add_parser("verify", help="re-compute the hash chain of a workspace or a recorded incident file")
     ver.add_argument("target", metavar="WORKSPACE|FILE")
     ver.add_argument("--format", choices=["text", "json"], default="text")
+    ver.add_argument(
+        "--anchor",
+        metavar="HASH",
+        type=anchor_hash,
+        help="a head hash kept elsewhere: the chain must hold that commit (detects a cut-off or re-sealed end)",
+    )
     ver.set_defaults(handler=cmd_verify, no_app=True)
 
     rep = commands.add_parser("replay", help="the projection at version N, rebuilt from the record alone")
@@ -100,13 +107,19 @@ def cmd_import(app: App, args: argparse.Namespace) -> int:
     return 0
 
 
+def anchor_hash(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a head hash (64 lower-case hexadecimal digits)")
+    return text
+
+
 def cmd_verify(_: None, args: argparse.Namespace) -> int:
     path = Path(args.target)
     if path.exists():
-        report = verify_file(path)
+        report = verify_file(path, args.anchor)
     else:
         with _workspace_app(args) as app:
-            report = verify_ledger(app.ledger, args.target)
+            report = verify_ledger(app.ledger, args.target, args.anchor)
     if args.format == "json":
         emit_line(report.to_dict())
     else:

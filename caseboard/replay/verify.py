@@ -11,8 +11,10 @@ the SHA-256 of its stored JSON without its final ``hash`` member (``Commit.conte
 - ``missing``: a version is absent (a deleted row or line); ``out_of_order``: a version is in the wrong place
   (reordered lines, swapped rows); ``foreign``: a record of another workspace; ``unreadable``: not a commit.
 
-What a chain cannot prove on its own: that the head was not re-sealed or truncated. ``verify`` prints the
-head hash; compare it with one published elsewhere (docs/adr/0021-verify-and-tamper-evidence.md).
+What a chain cannot prove on its own: that its end was not cut off, or re-sealed after an edit. ``verify``
+prints the head hash: keep it elsewhere (a ticket, a log archive). Given such an anchor (``--anchor HASH``),
+the chain must hold the commit with that hash, which proves that everything up to it is present and
+unchanged; otherwise it is reported as ``anchor_missing`` (docs/adr/0021-verify-and-tamper-evidence.md).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class ChainReport:
     commits: int
     head_hash: str | None
     problem: Problem | None
+    anchored_version: int | None = None  # the version whose hash is the anchor, when one was given and found
 
     @property
     def intact(self) -> bool:
@@ -57,6 +60,8 @@ class ChainReport:
             "commits": self.commits,
             "head_hash": self.head_hash,
         }
+        if self.anchored_version is not None:
+            out["anchored_version"] = self.anchored_version
         if self.problem is not None:
             out.update(self.problem.to_dict())
         return out
@@ -64,7 +69,8 @@ class ChainReport:
     def line(self) -> str:
         if self.problem is None:
             intact = f"intact, {self.commits} commits of {self.workspace_id}"
-            return f"{self.source}: {intact}, head hash {self.head_hash}"
+            anchored = "" if self.anchored_version is None else f", anchor found at version {self.anchored_version}"
+            return f"{self.source}: {intact}, head hash {self.head_hash}{anchored}"
         problem = self.problem
         return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
 
@@ -72,9 +78,11 @@ class ChainReport:
 class ChainChecker:
     """Takes records in their stored order and stops at the first problem."""
 
-    def __init__(self, source: str, workspace_id: str | None = None) -> None:
+    def __init__(self, source: str, workspace_id: str | None = None, anchor: str | None = None) -> None:
         self.source = source
         self.workspace_id = workspace_id
+        self.anchor = anchor
+        self.anchored_version: int | None = None
         self.expected = 1
         self.previous_hash: str | None = None
         self.problem: Problem | None = None
@@ -93,7 +101,15 @@ class ChainChecker:
         return self._check(commit, record.where, present)
 
     def report(self) -> ChainReport:
-        return ChainReport(self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem)
+        if self.problem is None and self.anchor is not None and self.anchored_version is None:
+            self._fail(
+                "anchor_missing",
+                f"no commit has the anchored hash {self.anchor}: the chain ends at version {self.expected - 1} "
+                "before reaching it (cut off), was re-sealed after an edit, or the anchor is another workspace's",
+            )
+        return ChainReport(
+            self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem, self.anchored_version
+        )
 
     def _check(self, commit: Commit, where: str, present: set[int] | None) -> bool:
         if self.workspace_id is None:
@@ -118,6 +134,8 @@ class ChainChecker:
                 version=self.expected - 1,
             )
         self.previous_hash = commit.hash
+        if commit.hash == self.anchor:
+            self.anchored_version = commit.version
         self.expected += 1
         return True
 
@@ -126,11 +144,11 @@ class ChainChecker:
         return False
 
 
-def verify_file(path: Path) -> ChainReport:
-    return verify_records(list(file_records(path)), str(path))
+def verify_file(path: Path, anchor: str | None = None) -> ChainReport:
+    return verify_records(list(file_records(path)), str(path), anchor)
 
 
-def verify_records(records: list[RawRecord], source: str) -> ChainReport:
+def verify_records(records: list[RawRecord], source: str, anchor: str | None = None) -> ChainReport:
     """The chain of a file's records, read in full (to tell a missing version from a misplaced one)."""
     present = set()
     for record in records:
@@ -138,7 +156,7 @@ def verify_records(records: list[RawRecord], source: str) -> ChainReport:
             present.add(decode_one(record).version)
         except UnreadableRecord:
             continue
-    checker = ChainChecker(source)
+    checker = ChainChecker(source, anchor=anchor)
     for record in records:
         if not checker.feed(record, present):
             break
@@ -147,8 +165,8 @@ def verify_records(records: list[RawRecord], source: str) -> ChainReport:
     return checker.report()
 
 
-def verify_ledger(ledger: EventsourcingLedger, workspace_id: str) -> ChainReport:
-    checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
+def verify_ledger(ledger: EventsourcingLedger, workspace_id: str, anchor: str | None = None) -> ChainReport:
+    checker = ChainChecker(f"ledger {workspace_id}", workspace_id, anchor)
     for batch in ledger_records(ledger, workspace_id):
         for record in batch:
             if not checker.feed(record):

@@ -114,3 +114,19 @@ def test_cli_verify_of_a_tampered_workspace_exits_1_and_names_the_version(
     report = json.loads(capsys.readouterr().out)
     assert (report["first_bad_version"], report["kind"]) == (11, "altered")
     assert main(["--database-url", postgres_url, "verify", "no-such-workspace"]) == 2
+
+
+def test_deleted_last_rows_are_caught_by_an_anchor_kept_elsewhere(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
+    head = verify_ledger(ledger, "incident-042").head_hash
+    assert verify_ledger(ledger, "incident-042", anchor=head).anchored_version == 20
+    sql(
+        postgres_url,
+        "DELETE FROM caseboard_commits WHERE originator_id = %s AND originator_version > 18",
+        "incident-042",
+    )
+    assert verify_ledger(ledger, "incident-042").intact  # a chain cut at its end looks whole on its own
+    report = verify_ledger(ledger, "incident-042", anchor=head)
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind, report.commits) == (19, "anchor_missing", 18)

@@ -109,3 +109,61 @@ def test_cli_verify_exits_1_on_tampering_and_prints_json_on_request(
     assert main(["verify", str(write(tmp_path, content)), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["intact"], report["first_bad_version"], report["kind"]) == (False, 1, "altered")
+
+
+def resealed_from(content: list[str], version: int, summary: str) -> list[str]:
+    """An edit at ``version`` re-sealed through to the end: a chain intact in itself."""
+    out = content[: version - 1]
+    previous = json.loads(out[-1])["hash"]
+    for line in content[version - 1 :]:
+        commit = Commit.model_validate_json(line)
+        if commit.version == version:
+            item = commit.items[0].model_copy(update={"summary": summary})
+            commit = commit.model_copy(update={"items": (item, *commit.items[1:])})
+        commit = commit.model_copy(update={"previous_hash": previous}).sealed()
+        out.append(commit.stored_json().decode())
+        previous = commit.hash
+    return out
+
+
+def test_an_anchor_proves_the_chain_up_to_it_and_a_later_head_is_fine(tmp_path: Path) -> None:
+    content = lines()
+    head = json.loads(content[-1])["hash"]
+    fifth = json.loads(content[4])["hash"]
+    assert verify_file(INCIDENT, anchor=head).anchored_version == 20
+    report = verify_file(INCIDENT, anchor=fifth)  # the chain grew after the anchor was kept: still intact
+    assert (report.intact, report.anchored_version) == (True, 5)
+    assert "anchor found at version 5" in report.line()
+
+
+def test_a_cut_off_end_is_caught_by_the_anchor_alone(tmp_path: Path) -> None:
+    content = lines()
+    head = json.loads(content[-1])["hash"]
+    cut = write(tmp_path, content[:-1])
+    assert verify_file(cut).intact  # without an anchor, a chain cut at its end looks whole
+    report = verify_file(cut, anchor=head)
+    assert report.problem is not None
+    assert (report.problem.version, report.problem.kind) == (20, "anchor_missing")
+
+
+def test_an_end_resealed_after_an_edit_is_caught_by_the_anchor(tmp_path: Path) -> None:
+    content = lines()
+    assert json.loads(content[9])["items"][0]["type"] == "work_result"
+    head = json.loads(content[-1])["hash"]
+    forged = write(tmp_path, resealed_from(content, 10, "Latency anomaly on payments-api-3"))
+    assert "Latency anomaly" in forged.read_text()
+    assert verify_file(forged).intact
+    report = verify_file(forged, anchor=head)
+    assert report.problem is not None and report.problem.kind == "anchor_missing"
+
+
+def test_cli_verify_with_an_anchor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    content = lines()
+    head = json.loads(content[-1])["hash"]
+    assert main(["verify", str(write(tmp_path, content[:-1])), "--anchor", head, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["intact"], report["kind"], report["commits"]) == (False, "anchor_missing", 19)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify", str(INCIDENT), "--anchor", "not-a-hash"])
+    assert exit_info.value.code == 2
+    assert "not a head hash" in capsys.readouterr().err
