@@ -38,6 +38,9 @@ def register(commands: Any) -> None:
     imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
     imp.add_argument("file")
     imp.add_argument("--as", dest="as_workspace", metavar="WORKSPACE", help="import under another workspace id")
+    imp.add_argument(
+        "--anchor", metavar="HASH", type=anchor_hash, help="a head hash kept elsewhere: the file must hold that commit"
+    )
     imp.set_defaults(handler=cmd_import)
 
     ver = commands.add_parser("verify", help="re-compute the hash chain of a workspace or a recorded incident file")
@@ -93,7 +96,7 @@ def cmd_import(app: App, args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise CaseboardError(f"cannot read {args.file}: no such file")
-    done = import_file(app.ledger, path, args.as_workspace)
+    done = import_file(app.ledger, path, args.as_workspace, args.anchor)
     emit_line(
         {
             "ok": True,

@@ -71,9 +71,13 @@ def renamed(commits: Iterator[Commit], workspace_id: str) -> Iterator[Commit]:
         yield sealed
 
 
-def import_file(ledger: EventsourcingLedger, path: Path, workspace_id: str | None = None) -> Imported:
+def import_file(
+    ledger: EventsourcingLedger, path: Path, workspace_id: str | None = None, anchor: str | None = None
+) -> Imported:
+    """Verify the file's chain (and that it holds the commit of ``anchor``, a head hash kept elsewhere, when
+    one is given), then append all of it in one transaction."""
     records = list(file_records(path))  # read once: what is appended is exactly what was verified
-    report: ChainReport = verify_records(records, str(path))
+    report: ChainReport = verify_records(records, str(path), anchor)
     if report.problem is not None:
         raise ImportRefused(
             f"{path} is not an intact recorded incident: version {report.problem.version} is "

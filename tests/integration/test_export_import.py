@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +75,19 @@ def test_import_refuses_an_existing_workspace_and_changes_nothing(target: Events
     with pytest.raises(ImportRefused, match="already exists"):
         import_file(target, path)
     assert target.head("scope-change-051") == 9
+
+
+def test_import_with_an_anchor_refuses_a_file_cut_before_it_and_takes_one_that_holds_it(
+    target: EventsourcingLedger, tmp_path: Path
+) -> None:
+    lines = (CORPUS / "incident-042.jsonl").read_text().splitlines()
+    head = json.loads(lines[-1])["hash"]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:-2]) + "\n")
+    with pytest.raises(ImportRefused, match="version 19 is anchor_missing"):
+        import_file(target, cut, anchor=head)
+    assert target.head("incident-042") == 0
+    assert import_file(target, CORPUS / "incident-042.jsonl", anchor=head).commits == 20
 
 
 def test_import_refuses_a_tampered_file_naming_the_version_and_writes_nothing(
