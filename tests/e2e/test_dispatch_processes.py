@@ -190,10 +190,13 @@ def test_messages_redis_lost_while_work_was_pending_are_re_driven_from_postgres(
     assert all(attempts == 1 for _, _, attempts in done)
 
 
-@pytest.mark.parametrize(("cycles", "ending"), [(2, "budget_exhausted"), (6, "human_review_required")])
+@pytest.mark.parametrize(("cycles", "ending"), [(1, "budget_exhausted"), (6, "human_review_required")])
 def test_the_controller_runs_scripted_workers_within_the_budget_across_processes(
     cluster: Cluster, cycles: int, ending: str
 ) -> None:
+    """One cycle always runs out: the specialists' observations make the planner wanted again. Two cycles are
+    a race (the verifier may confirm on its own ``claim_to_check`` once the certificate check is in, or wait
+    for a third cycle), so they would assert timing, not behaviour."""
     from caseboard.cli.live_demo import open_item
     from caseboard.projections import Workspaces
 
