@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from caseboard.app import App, build_app
 from caseboard.cli.output import emit_document, emit_line
 from caseboard.domain.errors import CaseboardError
+from caseboard.domain.items import Sha256
 from caseboard.reducers import REDUCERS
 from caseboard.replay.compare import compare, table
 from caseboard.replay.progress import ProgressBar
@@ -25,6 +27,8 @@ from caseboard.replay.rebuild import replay_file, replay_ledger
 from caseboard.replay.transfer import export, import_file
 from caseboard.replay.verify import verify_file, verify_ledger
 from caseboard.settings import Settings
+
+SHA256: TypeAdapter[str] = TypeAdapter(Sha256)
 
 REDUCER_HELP = f"one of {', '.join(REDUCERS)}"
 
@@ -111,9 +115,11 @@ def cmd_import(app: App, args: argparse.Namespace) -> int:
 
 
 def anchor_hash(text: str) -> str:
-    if not re.fullmatch(r"[0-9a-f]{64}", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a head hash (64 lower-case hexadecimal digits)")
-    return text
+    """A head hash as the contract spells every SHA-256 (``items.Sha256``)."""
+    try:
+        return SHA256.validate_python(text)
+    except ValidationError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a head hash (64 lower-case hexadecimal digits)") from None
 
 
 def cmd_verify(_: None, args: argparse.Namespace) -> int:
