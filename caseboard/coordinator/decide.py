@@ -100,7 +100,7 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
         if suspicious:
             decision["suspicious"] = suspicious
         decisions.append(decision)
-    return Commit(items=contribution.items, decisions=tuple(decisions), **envelope).sealed()
+    return Commit.new_sealed(items=contribution.items, decisions=tuple(decisions), **envelope)
 
 
 def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:

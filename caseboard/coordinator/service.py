@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import structlog
@@ -81,21 +82,24 @@ class Coordinator:
                     raise
                 if isinstance(result, Replayed):
                     return result.outcome
+                # The commit is folded into the cache while it is on its way to the database, unless
+                # another process has lately been taking versions of this workspace first.
+                early = attempt == 0 and self.workspaces.uncontended(workspace_id)
                 try:
-                    self.ledger.append(result)
+                    self.ledger.append(result, partial(self.workspaces.fold, result) if early else None)
+                    if not early:
+                        self.workspaces.fold(result)
                 except VersionTaken:
-                    self.workspaces.catch_up(workspace_id)
+                    self.workspaces.lost_race(workspace_id, folded=early)
                     if attempt > 2:
                         time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
                     continue
-                except LedgerUnavailable:
+                except BaseException:
+                    # Unavailable, or the fold failed: the cache may hold a commit that did not land, or
+                    # half of one that did.
                     self.workspaces.forget(workspace_id)
                     raise
-                try:
-                    self.workspaces.record(result)
-                except BaseException:
-                    self.workspaces.forget(workspace_id)  # committed, but the cache may be half folded
-                    raise
+                self.workspaces.committed(result)
                 log.info(
                     "commit_recorded",
                     workspace_id=workspace_id,

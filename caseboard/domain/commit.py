@@ -51,11 +51,21 @@ class Commit(Frozen):
         return hashlib.sha256(self._body()).hexdigest()
 
     def sealed(self) -> Commit:
+        """A copy with its hash and the bytes it is stored as."""
+        return self.model_copy()._seal()
+
+    @classmethod
+    def new_sealed(cls, **fields: Any) -> Commit:
+        """``Commit(**fields).sealed()`` without the copy: the commit is sealed before anyone else holds it."""
+        return cls(**fields)._seal()
+
+    def _seal(self) -> Commit:
         body = self._body()
         digest = hashlib.sha256(body).hexdigest()
-        sealed = self.model_copy(update={"hash": digest})
-        sealed._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
-        return sealed
+        self.__dict__["hash"] = digest  # frozen for every holder; this one is not yet shared with anyone
+        self.__pydantic_fields_set__.add("hash")
+        self._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        return self
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Commit:
         copy = super().model_copy(update=update, deep=deep)

@@ -74,16 +74,34 @@ def signals_in(text: str) -> list[str]:
 
 def suspicious_text(item: BaseModel) -> list[dict[str, Any]]:
     """Every free-text field of an item that looks like instructions: ``[{"field", "signals"}]``."""
-    texts = list(_texts(item.model_dump(exclude_none=True), ""))
-    joined = "\n".join(text for _, text in texts)  # a field boundary is a line boundary, as role_marker wants
+    strings: list[str] = []
+    _strings(item, strings)
+    joined = "\n".join(strings)  # a field boundary is a line boundary, as role_marker wants
     if joined.isascii() and not KEYWORDS.search(joined.lower()):
         return []  # by far the common case: one cheap pass over all of the item's text
     found = []
-    for path, text in texts:
+    for path, text in _texts(item.model_dump(exclude_none=True), ""):
         signals = signals_in(text)
         if signals:
             found.append({"field": path, "signals": signals})
     return found
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Every string in an item, read off the model without dumping it: the common case's one pass."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, BaseModel):
+        for key, inner in value.__dict__.items():
+            if key != "type":
+                _strings(inner, out)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            if key != "type":
+                _strings(inner, out)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _strings(inner, out)
 
 
 def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:

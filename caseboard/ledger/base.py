@@ -9,7 +9,7 @@ the version authority: a second writer of the same version gets ``VersionTaken``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,7 +39,7 @@ class Snapshot:
 
 
 class Ledger(Protocol):
-    def append(self, commit: Commit) -> None: ...
+    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
     def append_many(self, commits: Sequence[Commit]) -> None: ...
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]: ...
     def iter_commits(
@@ -71,14 +71,24 @@ class EventsourcingLedger:
         self.events = events
         self.snapshots = snapshots
         self._closer = closer
+        self._insert_commit = getattr(events, "insert_commit", None)  # caseboard's PostgreSQL recorder
 
-    def append(self, commit: Commit) -> None:
+    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
+        """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile``, if given,
+        has run when this returns: on PostgreSQL while the commit is on its way to the server, elsewhere
+        after it landed. When this raises, it may or may not have run. What ``meanwhile`` raises is raised
+        here once the commit has landed."""
         try:
+            if self._insert_commit is not None:  # runs meanwhile itself, during the round trip
+                self._insert_commit(encode_commit(commit), meanwhile)
+                return
             self.events.insert_events([encode_commit(commit)])
         except IntegrityError as error:
             raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
         except PersistenceError as error:
             raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
+        if meanwhile is not None:
+            meanwhile()
 
     def append_many(self, commits: Sequence[Commit]) -> None:
         """Several commits in one transaction: all land or none does (imports)."""

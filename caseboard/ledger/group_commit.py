@@ -9,6 +9,11 @@ A lone writer never waits for anyone; a busy process writes batches about as lar
 Each row succeeds or fails on its own: ``flush`` answers, per row, its notification id or ``None`` when its
 (workspace, version) was taken, and each caller gets its own answer. An error of the flush itself (the
 database went away) is raised to every caller of that batch: none of its rows was committed.
+
+A caller may hand in work to do while its row is on its way (``meanwhile``: the coordinator folds the commit
+into its cache during the round trip). The leader runs its own once its row is sent (``flush`` calls it); a
+caller that queues runs it before it waits. It runs at most once, and always before a row that landed is
+answered; an error it raises is kept and raised to its caller once the row has landed, never to the others.
 """
 
 from __future__ import annotations
@@ -18,18 +23,31 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 Row = TypeVar("Row")
-Flush = Callable[[Sequence[Row]], Sequence[int | None]]
+Flush = Callable[[Sequence[Row], Callable[[], None]], Sequence[int | None]]
+"""Writes a batch in one transaction; calls the second argument (the leader's ``meanwhile``) once the
+batch is sent, if it can, while the database works."""
 
 
 class _Pending(Generic[Row]):
-    __slots__ = ("done", "error", "lead", "result", "row")
+    __slots__ = ("done", "error", "lead", "meanwhile", "meanwhile_error", "result", "row")
 
-    def __init__(self, row: Row) -> None:
+    def __init__(self, row: Row, meanwhile: Callable[[], None] | None) -> None:
         self.row = row
+        self.meanwhile = meanwhile
         self.done: threading.Event | None = None  # made only for a caller that has to wait
         self.lead = False
         self.result: int | None = None
         self.error: BaseException | None = None
+        self.meanwhile_error: BaseException | None = None
+
+    def run_meanwhile(self) -> None:
+        """The caller's own work, once; what it raises is kept for its caller alone."""
+        meanwhile, self.meanwhile = self.meanwhile, None
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException as error:
+                self.meanwhile_error = error
 
 
 class GroupCommit(Generic[Row]):
@@ -42,9 +60,10 @@ class GroupCommit(Generic[Row]):
         self.batches = 0
         self.rows = 0
 
-    def append(self, row: Row) -> int | None:
-        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken."""
-        pending = _Pending(row)
+    def append(self, row: Row, meanwhile: Callable[[], None] | None = None) -> int | None:
+        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken.
+        ``meanwhile`` runs while the row is on its way (see the module's docstring)."""
+        pending = _Pending(row, meanwhile)
         with self._lock:
             self._queue.append(pending)
             leads = not self._writing
@@ -53,19 +72,20 @@ class GroupCommit(Generic[Row]):
             else:
                 pending.done = done = threading.Event()
         if not leads:
+            pending.run_meanwhile()  # another caller is writing: do this one's work while it does
             done.wait()
             if not pending.lead:
                 return self._answer(pending)
-        self._write()
+        self._write(pending)
         return self._answer(pending)
 
-    def _write(self) -> None:
+    def _write(self, leader: _Pending[Row]) -> None:
         """As the leader: write one batch (which holds the leader's own row), then pass the lead on."""
         with self._lock:
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
         try:
-            results = self._flush([p.row for p in batch])
+            results = self._flush([p.row for p in batch], leader.run_meanwhile)
             if len(results) != len(batch):
                 raise RuntimeError(f"group commit: {len(results)} results for {len(batch)} rows")
             for pending, result in zip(batch, results, strict=True):
@@ -92,4 +112,8 @@ class GroupCommit(Generic[Row]):
     def _answer(pending: _Pending[Row]) -> int | None:
         if pending.error is not None:
             raise pending.error
+        if pending.result is not None:  # landed: its caller's work has run (now, if the flush could not)
+            pending.run_meanwhile()
+            if pending.meanwhile_error is not None:
+                raise pending.meanwhile_error
         return pending.result

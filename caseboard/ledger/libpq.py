@@ -16,14 +16,18 @@ import psycopg
 from psycopg import pq
 
 
-def exchange(pgconn: Any) -> Any:
-    """After a ``send_*`` call: flush, wait for and drain the results; the first one."""
+def send(pgconn: Any) -> None:
+    """After a ``send_*`` call: make sure that all of it has left for the server."""
     while pgconn.flush():
         select.select([], [pgconn.socket], [])
+
+
+def exchange(pgconn: Any) -> Any:
+    """After a ``send_*`` call: flush, wait for and drain the results; the first one."""
+    send(pgconn)
     first = None
     while True:
-        pgconn.consume_input()
-        while pgconn.is_busy():
+        while pgconn.is_busy():  # what has arrived is parsed; wait only when a result is not complete yet
             select.select([pgconn.socket], [], [])
             pgconn.consume_input()
         result = pgconn.get_result()

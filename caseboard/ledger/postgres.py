@@ -46,12 +46,15 @@ BINARY = [1, 1, 1, 1]
 """Every parameter in binary form: sized, never cut at a NUL byte as a text parameter would be."""
 
 
-def _insert_prepared(pgconn: Any, row: _Row) -> int | None:
+def _insert_prepared(pgconn: Any, row: _Row, meanwhile: Callable[[], None]) -> int | None:
     """One commit on the writer's prepared statement (``caseboard/ledger/libpq.py``): its notification id,
-    or None when its version is taken."""
+    or None when its version is taken. ``meanwhile`` runs once the statement is sent, while the server
+    works."""
     workspace_id, version, topic, state = row
     params = [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
     pgconn.send_query_prepared(APPEND_NAME.encode(), params, BINARY)  # the server checks every byte
+    libpq.send(pgconn)
+    meanwhile()
     result = libpq.exchange(pgconn)
     if result.status == pq.ExecStatus.TUPLES_OK:
         return int(result.get_value(0, 0))
@@ -123,34 +126,47 @@ class LedgerRecorder(PostgresApplicationRecorder):
         ]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        if len(stored_events) == 1:
+            return [self.insert_commit(stored_events[0])]
         rows: list[_Row] = [(str(e.originator_id), e.originator_version, e.topic, e.state) for e in stored_events]
         try:
-            if len(rows) == 1:
-                notification_id = self.group.append(rows[0])
-                if notification_id is None:
-                    raise IntegrityError(f"{rows[0][0]} version {rows[0][1]} is taken")
-                notification_ids = [notification_id]
-            else:
-                notification_ids = self._append_many(rows)
+            notification_ids = self._append_many(rows)
         except psycopg.IntegrityError as error:
             raise IntegrityError(str(error)) from error
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
-        if self.after_append is not None:
-            self.after_append()
+        self._appended()
         return notification_ids
 
-    def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
+    def insert_commit(self, stored: StoredEvent, meanwhile: Callable[[], None] | None = None) -> int:
+        """One commit, in a group commit with whatever else this process appends at the moment: its
+        notification id. ``meanwhile`` runs while the commit is on its way (``group_commit.py``)."""
+        row: _Row = (str(stored.originator_id), stored.originator_version, stored.topic, stored.state)
+        try:
+            notification_id = self.group.append(row, meanwhile)
+        except psycopg.Error as error:
+            raise PersistenceError(str(error)) from error
+        if notification_id is None:
+            raise IntegrityError(f"{row[0]} version {row[1]} is taken")
+        self._appended()
+        return notification_id
+
+    def _appended(self) -> None:
+        if self.after_append is not None:
+            self.after_append()
+
+    def _flush(self, rows: Sequence[_Row], meanwhile: Callable[[], None]) -> list[int | None]:
         """One group-commit batch: one row on the prepared INSERT through libpq, several as one multi-row
         INSERT that skips the rows whose (workspace, version) is taken. One statement, one transaction, one
-        WAL flush.
+        WAL flush. ``meanwhile`` (the leader's own work) runs while a single row is on its way; for a batch,
+        the group commit runs it afterwards.
 
         Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
         its own: no pool checkout, no cursor and no row dict built per commit."""
         cursor = self._writer_cursor()
         try:
             if len(rows) == 1:
-                return [_insert_prepared(cursor.connection.pgconn, rows[0])]
+                return [_insert_prepared(cursor.connection.pgconn, rows[0], meanwhile)]
             sql = self._batch_sql.get(len(rows))
             if sql is None:
                 sql = self._batch_sql[len(rows)] = self.batch_statement(len(rows)).as_string(cursor.connection)

@@ -9,6 +9,7 @@ of its ledger, and the amortized cost of snapshotting stays flat as the state gr
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -21,6 +22,11 @@ from caseboard.reducers import Reducer, get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 
 log = structlog.get_logger("caseboard.projections")
+
+CONTENDED_S = 10.0
+"""How long after another process's writer took a version first the coordinator folds that workspace's
+commits only once they landed. A commit folded while on its way that then loses costs a reload of the
+whole cached state (the latest snapshot and the commits after it); one that lands costs nothing."""
 
 
 class Workspaces:
@@ -38,6 +44,7 @@ class Workspaces:
         self.capacity = capacity
         self._states: OrderedDict[str, WorkspaceState] = OrderedDict()
         self._snapshotted: dict[str, int] = {}
+        self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -65,12 +72,33 @@ class Workspaces:
             self.reducer.evolve(state, commit)
         return bool(missed)
 
-    def record(self, commit: Commit) -> WorkspaceState:
-        """Fold a commit this process just appended."""
+    def fold(self, commit: Commit) -> None:
+        """Fold a commit this process is appending, or has just appended (the caller holds the lock). A fold
+        made before the commit landed is undone by ``forget`` if it does not land."""
         state = self.current(commit.workspace_id)
-        if state.version >= commit.version:
-            return state  # evicted and reloaded from the ledger meanwhile: the commit is already folded
-        state = self.reducer.evolve(state, commit)
+        if state.version < commit.version:  # else evicted and reloaded meanwhile, with the commit in it
+            self.reducer.evolve(state, commit)
+
+    def uncontended(self, workspace_id: str) -> bool:
+        """No other process's writer has taken a version from this process's writers of the workspace for
+        ``CONTENDED_S``: the coordinator may fold a commit while it is on its way."""
+        lost = self._lost.get(workspace_id)
+        return lost is None or time.monotonic() - lost > CONTENDED_S
+
+    def lost_race(self, workspace_id: str, *, folded: bool) -> None:
+        """A commit of this process found its version taken: drop the cached state if the commit was folded
+        into it, else fold what the winner committed."""
+        self._lost[workspace_id] = time.monotonic()
+        if folded:
+            self.forget(workspace_id)
+        else:
+            self.catch_up(workspace_id)
+
+    def committed(self, commit: Commit) -> None:
+        """After a commit that ``fold`` folded has landed: write a snapshot when one is due."""
+        state = self.current(commit.workspace_id)
+        if state.version != commit.version:
+            return  # evicted and reloaded meanwhile: the snapshot is left for a later commit
         last = self._snapshotted.get(commit.workspace_id, 0)
         if commit.version - last >= max(self.snapshot_min, commit.version // 8):
             self._snapshotted[commit.workspace_id] = commit.version
@@ -83,7 +111,6 @@ class Workspaces:
                 log.warning("snapshot_skipped", workspace_id=commit.workspace_id, error=str(error))
             else:
                 log.debug("snapshot_written", workspace_id=commit.workspace_id, workspace_version=commit.version)
-        return state
 
     def forget(self, workspace_id: str) -> None:
         self._states.pop(workspace_id, None)
@@ -122,3 +149,4 @@ class Workspaces:
         while len(self._states) > self.capacity:
             evicted, _ = self._states.popitem(last=False)
             self._snapshotted.pop(evicted, None)
+            self._lost.pop(evicted, None)
