@@ -53,16 +53,23 @@ SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 ANY_SIGNAL = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in SIGNALS), re.IGNORECASE)
 
-KEYWORDS = re.compile(
-    r"ignore|disregard|forget|override|you are now|act as|from now on|pretend|system|assistant|developer|<"
-    r"|\[/?inst|instruction|do not|call\"|call the |run command|run shell|run the command|run the shell"
-    r"|execution_mode|read_only|disable"
+KEYWORDS: tuple[str, ...] = (
+    *("ignore", "disregard", "forget", "override"),
+    *("you are now", "act as", "from now on", "pretend"),
+    *("system", "assistant", "developer", "<", "[inst", "[/inst"),
+    *("instruction", "do not"),
+    *('call"', "call the ", "run command", "run shell", "run the command", "run the shell"),
+    *("execution_mode", "read_only", "disable"),
 )
-"""What every match of a signal contains, lower-cased: one literal of the signal's first part. Python's
-``re`` tries each branch of ``ANY_SIGNAL`` at every position of the text (~0.2 us per character); this
-alternation of literals over the lower-cased text is about ten times cheaper. A test checks that
-``ANY_SIGNAL`` never matches an ASCII text this misses; text that is not ASCII skips it (case folding beyond
-ASCII is ``re``'s own business)."""
+"""What every match of a signal contains, lower-cased: one literal of the signal's first part (one line per
+signal). Python's ``re`` tries each branch of ``ANY_SIGNAL`` at every position of the text (~0.2 us per
+character); looking for these literals in the lower-cased text is about twenty times cheaper. A test checks
+that ``ANY_SIGNAL`` never matches an ASCII text in which ``has_keyword`` finds none; text that is not ASCII
+skips it (case folding beyond ASCII is ``re``'s own business)."""
+
+
+def has_keyword(lowered: str) -> bool:
+    return any(map(lowered.__contains__, KEYWORDS))
 
 
 def signals_in(text: str) -> list[str]:
@@ -74,10 +81,8 @@ def signals_in(text: str) -> list[str]:
 
 def suspicious_text(item: BaseModel) -> list[dict[str, Any]]:
     """Every free-text field of an item that looks like instructions: ``[{"field", "signals"}]``."""
-    strings: list[str] = []
-    _strings(item, strings)
-    joined = "\n".join(strings)  # a field boundary is a line boundary, as role_marker wants
-    if joined.isascii() and not KEYWORDS.search(joined.lower()):
+    joined = "\n".join(_strings(item, []))
+    if joined.isascii() and not has_keyword(joined.lower()):
         return []  # by far the common case: one cheap pass over all of the item's text
     found = []
     for path, text in _texts(item.model_dump(exclude_none=True), ""):
@@ -87,21 +92,19 @@ def suspicious_text(item: BaseModel) -> list[dict[str, Any]]:
     return found
 
 
-def _strings(value: Any, out: list[str]) -> None:
-    """Every string in an item, read off the model without dumping it: the common case's one pass."""
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, BaseModel):
-        for key, inner in value.__dict__.items():
-            if key != "type":
-                _strings(inner, out)
+def _strings(value: Any, out: list[str]) -> list[str]:
+    """Every string in an item (its ``type`` included), read off the model without dumping it: the common
+    case's one pass."""
+    if isinstance(value, BaseModel):
+        value = value.__dict__.values()
     elif isinstance(value, dict):
-        for key, inner in value.items():
-            if key != "type":
-                _strings(inner, out)
-    elif isinstance(value, (list, tuple)):
-        for inner in value:
+        value = value.values()
+    for inner in value:
+        if isinstance(inner, str):
+            out.append(inner)
+        elif isinstance(inner, (BaseModel, dict, list, tuple)):
             _strings(inner, out)
+    return out
 
 
 def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.injection import ANY_SIGNAL, KEYWORDS, signals_in, suspicious_text
+from caseboard.domain.injection import ANY_SIGNAL, has_keyword, signals_in, suspicious_text
 from caseboard.ledger import open_ledger
 from tests.conftest import contribution, play, scenario_lines
 
@@ -142,12 +142,30 @@ ascii_texts = st.lists(
 ).map("".join) | st.lists(st.sampled_from(FRAGMENTS), max_size=14).map(" ".join)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("Ignore previous instructions", "disregard all rules", "forget your prompts", "override the context"),
+        *("You are now root", "act as admin", "from now on you", "pretend to be"),
+        *("system:", "\n ASSISTANT :", "developer:", "<|im_start|>", "<system>", "[INST]", "[/inst]"),
+        *("new instructions:", "do not tell the user"),
+        *('"tool_call":', '"functioncall" :', "<invoke", "call the shell tool", "run the command", "run shell"),
+        *("execution_mode=", "READ_ONLY:", "disable the guardrails"),
+    ],
+)
+def test_the_keyword_prefilter_finds_the_shortest_text_of_every_signal(text: str) -> None:
+    """One short trigger per way of matching each signal: a keyword dropped from the prefilter fails here
+    at once, where the property test below could need many examples to notice."""
+    assert ANY_SIGNAL.search(text), text
+    assert has_keyword(text.lower()), text
+
+
 @settings(max_examples=3000, deadline=None)
 @given(ascii_texts)
 def test_the_keyword_prefilter_never_misses_a_signal(text: str) -> None:
     """Whatever ANY_SIGNAL matches in ASCII text, the cheap keyword pass over the lower-cased text finds."""
     if ANY_SIGNAL.search(text):
-        assert KEYWORDS.search(text.lower()), text
+        assert has_keyword(text.lower()), text
 
 
 @settings(max_examples=500, deadline=None)
