@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, PrivateAttr
+from pydantic import AwareDatetime, Field
 
 from caseboard.domain.contribution import Author, IdempotencyKey
 from caseboard.domain.items import Frozen, Id, Item
@@ -45,10 +46,6 @@ class Commit(Frozen):
     previous_hash: str | None = None
     hash: str | None = None  # declared last: it is the last member of the stored JSON
 
-    _stored: bytes | None = PrivateAttr(default=None)
-    # Read and written through ``_private()``: pydantic reaches a private attribute through ``__getattr__``
-    # (~2 us a read), and every commit touches this one three times.
-
     def content_hash(self) -> str:
         return hashlib.sha256(self._body()).hexdigest()
 
@@ -66,24 +63,21 @@ class Commit(Frozen):
         digest = hashlib.sha256(body).hexdigest()
         self.__dict__["hash"] = digest  # frozen for every holder; this one is not yet shared with anyone
         self.__pydantic_fields_set__.add("hash")
-        self._private()["_stored"] = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        self.__dict__["stored_json"] = body[:-1] + b',"hash":"' + digest.encode() + b'"}'  # the cached value
         return self
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Commit:
         copy = super().model_copy(update=update, deep=deep)
         if update:
-            copy._private()["_stored"] = None  # the stored bytes were those of the original
+            copy.__dict__.pop("stored_json", None)  # the stored bytes were those of the original
         return copy
 
+    @cached_property
     def stored_json(self) -> bytes:
-        """The commit as the ledger stores it (compact JSON, absent fields left out)."""
-        stored: bytes | None = self._private()["_stored"]
-        return stored if stored is not None else self.model_dump_json(exclude_none=True).encode()
-
-    def _private(self) -> dict[str, Any]:
-        private = self.__pydantic_private__
-        assert private is not None  # the model declares a private attribute, so pydantic made the dict
-        return private
+        """The commit as the ledger stores it (compact JSON, absent fields left out). A sealed commit has the
+        bytes it was sealed from: a cached property rather than a private attribute, which pydantic would
+        set up in Python at every construction and reach through ``__getattr__``."""
+        return self.model_dump_json(exclude_none=True).encode()
 
     def _body(self) -> bytes:
         return self.model_dump_json(exclude_none=True, exclude={"hash"}).encode()

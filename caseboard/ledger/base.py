@@ -56,7 +56,7 @@ def encode_commit(commit: Commit) -> StoredEvent:
         originator_id=commit.workspace_id,
         originator_version=commit.version,
         topic=COMMIT_TOPIC,
-        state=commit.stored_json(),
+        state=commit.stored_json,
     )
 
 

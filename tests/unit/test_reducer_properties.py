@@ -437,10 +437,10 @@ def test_a_sealed_commit_is_stored_as_its_own_json_and_its_hash_covers_that_json
     ledger = open_ledger("memory://")
     play(Coordinator(ledger, trust_timestamps=True), scenario_lines())
     for commit in ledger.read("incident-042"):
-        stored = commit.stored_json()
+        stored = commit.stored_json
         assert stored == commit.model_dump_json(exclude_none=True).encode()
         suffix = b',"hash":"' + str(commit.hash).encode() + b'"}'
         assert stored.endswith(suffix)
         assert hashlib.sha256(stored[: -len(suffix)] + b"}").hexdigest() == commit.hash
         moved = commit.model_copy(update={"version": commit.version + 1})
-        assert b'"version":%d' % (commit.version + 1) in moved.stored_json()
+        assert b'"version":%d' % (commit.version + 1) in moved.stored_json

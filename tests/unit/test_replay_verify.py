@@ -121,7 +121,7 @@ def resealed_from(content: list[str], version: int, summary: str) -> list[str]:
             item = commit.items[0].model_copy(update={"summary": summary})
             commit = commit.model_copy(update={"items": (item, *commit.items[1:])})
         commit = commit.model_copy(update={"previous_hash": previous}).sealed()
-        out.append(commit.stored_json().decode())
+        out.append(commit.stored_json.decode())
         previous = commit.hash
     return out
 
