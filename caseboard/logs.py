@@ -5,9 +5,10 @@ Events are snake_case facts with ids and positions as fields, never payloads.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
@@ -18,8 +19,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
     stream = stream or sys.stderr
     console = fmt == "console" or (fmt == "auto" and stream.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer()
+        structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer(serializer=_json)
     )
+    printer = structlog.PrintLogger(stream)  # one for all: structlog asks the factory at every event
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -28,6 +30,14 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
-        logger_factory=structlog.PrintLoggerFactory(stream),
+        logger_factory=lambda *_: printer,
         cache_logger_on_first_use=False,
     )
+
+
+_ENCODER = json.JSONEncoder(default=repr)
+
+
+def _json(event: dict[str, Any], **_: Any) -> str:
+    """``json.dumps`` without building an encoder at every event (what cannot be JSON is its ``repr``)."""
+    return _ENCODER.encode(event)

@@ -80,7 +80,7 @@ class EventsourcingLedger:
         here once the commit has landed."""
         try:
             if self._insert_commit is not None:  # runs meanwhile itself, during the round trip
-                self._insert_commit(encode_commit(commit), meanwhile)
+                self._insert_commit((commit.workspace_id, commit.version, COMMIT_TOPIC, commit.stored_json), meanwhile)
                 return
             self.events.insert_events([encode_commit(commit)])
         except IntegrityError as error:

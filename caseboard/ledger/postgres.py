@@ -126,9 +126,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
         ]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        if len(stored_events) == 1:
-            return [self.insert_commit(stored_events[0])]
         rows: list[_Row] = [(str(e.originator_id), e.originator_version, e.topic, e.state) for e in stored_events]
+        if len(rows) == 1:
+            return [self.insert_commit(rows[0])]
         try:
             notification_ids = self._append_many(rows)
         except psycopg.IntegrityError as error:
@@ -138,10 +138,10 @@ class LedgerRecorder(PostgresApplicationRecorder):
         self._appended()
         return notification_ids
 
-    def insert_commit(self, stored: StoredEvent, meanwhile: Callable[[], None] | None = None) -> int:
-        """One commit, in a group commit with whatever else this process appends at the moment: its
-        notification id. ``meanwhile`` runs while the commit is on its way (``group_commit.py``)."""
-        row: _Row = (str(stored.originator_id), stored.originator_version, stored.topic, stored.state)
+    def insert_commit(self, row: _Row, meanwhile: Callable[[], None] | None = None) -> int:
+        """One commit (workspace id, version, topic, stored JSON), in a group commit with whatever else this
+        process appends at the moment: its notification id. ``meanwhile`` runs while the commit is on its
+        way (``group_commit.py``)."""
         try:
             notification_id = self.group.append(row, meanwhile)
         except psycopg.Error as error:
