@@ -185,7 +185,7 @@ def dispatch_rate(ctx: BenchContext, commits: int, workspaces: int = 20) -> tupl
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
-    configure_logging("warning", "json")
+    configure_logging("warning", "json", cache=True)  # the section has a process of its own
     commits = 100 if ctx.quick else 2000
     p50s, p99s, ratios = [], [], []
     for _ in range(ctx.rounds):

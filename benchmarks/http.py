@@ -170,7 +170,7 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
-    configure_logging("warning")
+    configure_logging("warning", cache=True)  # the section has a process of its own
     commits = 50 if ctx.quick else 1000
     http_rates, local_rates, http_p99s, local_p99s = [], [], [], []
     for round_number in range(ctx.rounds):

@@ -138,7 +138,7 @@ def replay_fold(ledger: EventsourcingLedger) -> int:
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
-    configure_logging("warning", "json")
+    configure_logging("warning", "json", cache=True)  # the section has a process of its own
     commits = 2_000 if ctx.quick else 100_000
     rounds = 1 if ctx.quick else min(ctx.rounds, 3)
     with ctx.fresh_schema() as url:

@@ -95,8 +95,9 @@ def sample_payload() -> bytes:
 
 
 def log_to_devnull() -> None:
-    """Info level, JSON, to /dev/null: every commit pays for its log event, nothing is printed."""
-    configure_logging("info", fmt="json", stream=open(os.devnull, "w"))  # noqa: SIM115 (lives as long as the run)
+    """Info level, JSON, to /dev/null, configured once for the process as the command line and the server
+    configure it: every commit pays for its log event, nothing is printed."""
+    configure_logging("info", fmt="json", stream=open(os.devnull, "w"), cache=True)  # noqa: SIM115 (lives as long as the run)
 
 
 def schema_of(ledger_url: str) -> str:

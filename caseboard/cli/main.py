@@ -31,11 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> int:
+    """The command line. ``cache_loggers`` when this process runs nothing else (``run``, the entry point):
+    see ``configure_logging``."""
     args = build_parser().parse_args(argv)
     try:
         settings = Settings.from_env()
-        configure_logging(settings.log_level, settings.log_format)
+        configure_logging(settings.log_level, settings.log_format, cache=cache_loggers)
         handler: Handler = args.handler
         if getattr(args, "no_app", False):
             return handler(None, args)  # type: ignore[arg-type]
@@ -55,4 +57,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    raise SystemExit(main())
+    raise SystemExit(main(cache_loggers=True))
