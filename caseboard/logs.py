@@ -41,9 +41,20 @@ def configure_logging(
     )
 
 
-_ENCODER = json.JSONEncoder(default=repr)
+_ENCODER = json.JSONEncoder(default=repr, check_circular=False)
+_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # CPython's; None without its accelerator
+_C_ENCODER = (
+    _MAKE_C_ENCODER(None, repr, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    if _MAKE_C_ENCODER is not None
+    else None
+)
+"""``json.dumps`` builds C's encoder anew at every call, and a dict to catch cycles (events of ids and
+positions have none; a cycle would exhaust the recursion limit instead); this one is built once. The same
+output as ``json.dumps(event, default=repr)``, which a test checks."""
 
 
 def _json(event: dict[str, Any], **_: Any) -> str:
-    """``json.dumps`` without building an encoder at every event (what cannot be JSON is its ``repr``)."""
-    return _ENCODER.encode(event)
+    """An event as JSON (what cannot be JSON is its ``repr``)."""
+    if _C_ENCODER is None:
+        return _ENCODER.encode(event)
+    return "".join(_C_ENCODER(event, 0))

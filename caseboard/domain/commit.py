@@ -51,7 +51,7 @@ class Commit(Frozen):
 
     def sealed(self) -> Commit:
         """A copy with its hash and the bytes it is stored as."""
-        return self.model_copy()._seal()
+        return self.model_copy(update={"hash": None})._seal()
 
     @classmethod
     def new_sealed(cls, **fields: Any) -> Commit:
@@ -59,7 +59,7 @@ class Commit(Frozen):
         return cls(**fields)._seal()
 
     def _seal(self) -> Commit:
-        body = self._body()
+        body = self.model_dump_json(exclude_none=True).encode()  # without the hash, which is None until now
         digest = hashlib.sha256(body).hexdigest()
         self.__dict__["hash"] = digest  # frozen for every holder; this one is not yet shared with anyone
         self.__pydantic_fields_set__.add("hash")

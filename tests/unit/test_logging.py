@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
+from caseboard import logs
 from caseboard.logs import configure_logging
 from tests.unit.board import Board, claim, hyp, link, obs, proposal, work_request
 
@@ -137,3 +140,18 @@ def test_loggers_used_before_capturing_are_still_captured() -> None:
     with capture_logs() as logs:
         board.ok("specialist", [obs("obs-1")])
     assert [e["event"] for e in logs] == ["commit_recorded"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.datetimes(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=8))
+def test_the_json_renderer_writes_what_json_dumps_writes(event: dict[str, Any]) -> None:
+    """The renderer keeps one C encoder for good: its output must stay that of ``json.dumps`` (what cannot be
+    JSON, a datetime here, as its ``repr``)."""
+    assert logs._json(event) == json.dumps(event, default=repr)
