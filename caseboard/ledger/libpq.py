@@ -25,6 +25,11 @@ def send(pgconn: Any) -> None:
 def exchange(pgconn: Any) -> Any:
     """After a ``send_*`` call: flush, wait for and drain the results; the first one."""
     send(pgconn)
+    return receive(pgconn)
+
+
+def receive(pgconn: Any) -> Any:
+    """After ``send``: wait for and drain the results; the first one."""
     first = None
     while True:
         while pgconn.is_busy():  # what has arrived is parsed; wait only when a result is not complete yet

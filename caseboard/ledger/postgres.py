@@ -55,7 +55,7 @@ def _insert_prepared(pgconn: Any, row: _Row, meanwhile: Callable[[], None]) -> i
     pgconn.send_query_prepared(APPEND_NAME.encode(), params, BINARY)  # the server checks every byte
     libpq.send(pgconn)
     meanwhile()
-    result = libpq.exchange(pgconn)
+    result = libpq.receive(pgconn)
     if result.status == pq.ExecStatus.TUPLES_OK:
         return int(result.get_value(0, 0))
     if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
