@@ -90,9 +90,8 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
     final = app.workspaces.show(workspace_id)
     status = store.status("dispatcher")
     store.close()
-    out.write(
-        f"\nStatus: {final['status']} after {final['cycles_used']} cycles ({final['status_detail']['reason']}).\n"
-    )
+    used = f"{final['cycles_used']} cycle{'' if final['cycles_used'] == 1 else 's'}"
+    out.write(f"\nStatus: {final['status']} after {used} ({final['status_detail']['reason']}).\n")
     if final["status_detail"]["handoff"]:
         out.write(f"Handoff: {final['status_detail']['handoff']}\n")
     out.write(f"Outbox: {json.dumps(status)}\n")

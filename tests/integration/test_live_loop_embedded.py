@@ -41,9 +41,12 @@ def test_scripted_participants_carry_an_investigation_to_the_operator(
 def test_a_run_that_exhausts_its_budget_ends_budget_exhausted_with_a_handoff(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, projection = live(tmp_path, capsys, cycles=2)
+    # One cycle, the planner's: whatever order the specialists' reports and the controller's next decision take,
+    # somebody is still wanted with no cycle left. With two, a slow controller lets the planner's second turn
+    # and an unscheduled verification land within the budget, and the run can end in human review instead.
+    code, out, projection = live(tmp_path, capsys, cycles=1)
     assert code == 0
     assert projection["status"] == "budget_exhausted"
-    assert projection["cycles_used"] == 2
+    assert projection["cycles_used"] == 1
     assert projection["status_detail"]["handoff"].startswith("Unresolved: ")
     assert "Handoff: Unresolved: " in out
