@@ -13,8 +13,9 @@ import uvicorn
 
 @contextmanager
 def serve_in_thread(api: Any, host: str = "127.0.0.1", startup_timeout_s: float = 20.0) -> Iterator[str]:
-    """Run ``api`` under uvicorn until the block ends; yields its base URL (the port is chosen by the OS)."""
-    config = uvicorn.Config(api, host=host, port=0, log_level="warning", lifespan="off", ws="none", access_log=False)
+    """Run ``api`` under uvicorn until the block ends, shutdown events included; yields its base URL (the
+    port is chosen by the OS)."""
+    config = uvicorn.Config(api, host=host, port=0, log_level="warning", lifespan="on", ws="none", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="caseboard-http", daemon=True)
     thread.start()

@@ -25,4 +25,4 @@ def from_environment() -> FastAPI:
     configure_logging(settings.log_level, settings.log_format, cache=True)  # a server worker process
     app = build_app(settings)
     keys = open_key_store(settings.database_url, pool_size=settings.pool_size)
-    return create_app(app, keys, trust_timestamps=os.environ.get(TRUST_TIMESTAMPS) == "1")
+    return create_app(app, keys, trust_timestamps=os.environ.get(TRUST_TIMESTAMPS) == "1", close_on_shutdown=True)

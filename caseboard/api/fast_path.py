@@ -118,6 +118,12 @@ class CaseboardAPI(FastAPI):
             self._executor = ThreadPoolExecutor(self.submit_threads, thread_name_prefix="caseboard-submit")
         return self._executor
 
+    def close_submitters(self) -> None:
+        """Wait for the submissions in progress, then stop the submit threads: at server shutdown."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
 
 def _first_headers(scope: Scope) -> dict[bytes, bytes]:
     """Header names (lower case, as ASGI gives them) to their first value, as Starlette reads them."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
@@ -34,7 +37,10 @@ def create_app(
     trust_timestamps: bool = False,
     poll_interval_s: float = 0.2,
     key_cache_s: float = 1.0,
+    close_on_shutdown: bool = False,
 ) -> FastAPI:
+    """``close_on_shutdown``: the server owns ``app`` and ``keys`` and closes them when it shuts down, after
+    the submissions in progress (a server process built from the environment); otherwise the caller does."""
     services = Services(
         app=app,
         keys=keys,
@@ -42,7 +48,18 @@ def create_app(
         poll_interval_s=poll_interval_s,
         key_cache=KeyCache(key_cache_s),
     )
-    api = CaseboardAPI(title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        api.close_submitters()
+        if close_on_shutdown:
+            keys.close()
+            app.close()
+
+    api = CaseboardAPI(
+        title="caseboard", version="1", description=DESCRIPTION, max_body_size=MAX_BODY_BYTES, lifespan=lifespan
+    )
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):
         api.include_router(module.router)

@@ -51,13 +51,13 @@ class Ledger(Protocol):
     def close(self) -> None: ...
 
 
+def commit_row(commit: Commit) -> tuple[str, int, str, bytes]:
+    """A commit as the ledger stores it: (workspace id, version, topic, stored JSON)."""
+    return (commit.workspace_id, commit.version, COMMIT_TOPIC, commit.stored_json)
+
+
 def encode_commit(commit: Commit) -> StoredEvent:
-    return StoredEvent(
-        originator_id=commit.workspace_id,
-        originator_version=commit.version,
-        topic=COMMIT_TOPIC,
-        state=commit.stored_json,
-    )
+    return StoredEvent(*commit_row(commit))
 
 
 def decode_commit(stored: StoredEvent) -> Commit:
@@ -80,7 +80,7 @@ class EventsourcingLedger:
         here once the commit has landed."""
         try:
             if self._insert_commit is not None:  # runs meanwhile itself, during the round trip
-                self._insert_commit((commit.workspace_id, commit.version, COMMIT_TOPIC, commit.stored_json), meanwhile)
+                self._insert_commit(commit_row(commit), meanwhile)
                 return
             self.events.insert_events([encode_commit(commit)])
         except IntegrityError as error:

@@ -67,7 +67,6 @@ class LedgerRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "caseboard_commits") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         schema, table = Identifier(datastore.schema), Identifier(events_table_name)
-        self._schema, self._table = schema, table
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {schema}.{table} ("
             "originator_id text NOT NULL, "
@@ -83,10 +82,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 index=Identifier(f"{events_table_name}_tx_idx"), schema=schema, table=table
             )
         )
-        self.append_statement = SQL(
-            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
-            "VALUES (%s, %s, %s, %s) RETURNING notification_id"
-        ).format(schema=schema, table=table)
+        insert = SQL("INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) ").format(
+            schema=schema, table=table
+        )
+        self._insert = insert
+        self.append_statement = insert + SQL("VALUES (%s, %s, %s, %s) RETURNING notification_id")
         self.outbox_statement = SQL(
             "SELECT tx::text::bigint AS tx, notification_id, originator_id, originator_version, topic, state "
             "FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s) "
@@ -95,21 +95,21 @@ class LedgerRecorder(PostgresApplicationRecorder):
         self._batch_sql: dict[int, str] = {}
         self.group = GroupCommit[_Row](self._flush)
         self._writer: psycopg.Cursor[tuple[Any, ...]] | None = None
-        self.prepare_append_statement = SQL(
-            "PREPARE {name} (text, bigint, text, bytea) AS INSERT INTO {schema}.{table} "
-            "(originator_id, originator_version, topic, state) VALUES ($1, $2, $3, $4) RETURNING notification_id"
-        ).format(name=Identifier(APPEND_NAME), schema=schema, table=table)
+        self.prepare_append_statement = (  # the same INSERT, in PREPARE's own placeholders
+            SQL("PREPARE {name} (text, bigint, text, bytea) AS ").format(name=Identifier(APPEND_NAME))
+            + insert
+            + SQL("VALUES ($1, $2, $3, $4) RETURNING notification_id")
+        )
         self.after_append: Callable[[], None] | None = None
         """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
 
     def batch_statement(self, size: int) -> Composed:
         """``size`` commits in one INSERT; a row whose (workspace, version) is taken is skipped, not fatal."""
         values = SQL(", ").join([SQL("(%s, %s, %s, %s)")] * size)
-        return SQL(
-            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) VALUES {values} "
-            "ON CONFLICT (originator_id, originator_version) DO NOTHING "
+        return self._insert + SQL(
+            "VALUES {values} ON CONFLICT (originator_id, originator_version) DO NOTHING "
             "RETURNING originator_id, originator_version, notification_id"
-        ).format(schema=self._schema, table=self._table, values=values)
+        ).format(values=values)
 
     def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
         """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind

@@ -9,6 +9,7 @@ a visible workspace.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
+from caseboard.api import create_app
+from caseboard.api.embedded import serve_in_thread
 from caseboard.api.server import MAX_BODY_BYTES
+from caseboard.app import build_app
+from caseboard.domain.items import Role
+from caseboard.keys import open_key_store
+from caseboard.settings import Settings
 from tests.http_server import RunningServer, observation, open_body, running_server
 
 AT = "2026-03-02T14:10:00Z"
@@ -201,3 +208,30 @@ def test_an_unexpected_error_is_a_500_on_both_paths_and_counted(
         metrics = httpx.get(f"{server.base_url}/metrics").text
         route = 'method="POST",route="/workspaces/{workspace_id}/contributions",status="500"'
         assert f"caseboard_http_requests_total{{{route}}} 1" in metrics
+
+
+
+def test_server_shutdown_waits_for_the_submit_threads_and_closes_what_the_server_owns(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    app, keys = build_app(Settings(), database_url=url), open_key_store(url)
+    operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
+    specialist = keys.create("spec", (Role.SPECIALIST,), "tenant-a").token
+    closed: list[str] = []
+    keys_close, app_close = keys.close, app.close
+    keys.close = lambda: (closed.append("keys"), keys_close())[-1]  # type: ignore[method-assign]
+    app.close = lambda: (closed.append("app"), app_close())[-1]  # type: ignore[method-assign]
+
+    def submit_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("caseboard-submit")]
+
+    with serve_in_thread(create_app(app, keys, close_on_shutdown=True)) as base_url:
+        with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {operator}"}) as client:
+            assert client.post("/workspaces", json=open_body("ws-shutdown")).status_code == 201
+        with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {specialist}"}) as client:
+            for number in range(2):  # the first caches the key; the second takes the fast path
+                answer = client.post("/workspaces/ws-shutdown/contributions", json={"items": [observation(f"o-{number}")]})
+                assert answer.status_code == 201, answer.text
+        assert submit_threads()
+        assert closed == []
+    assert submit_threads() == []
+    assert closed == ["keys", "app"]
