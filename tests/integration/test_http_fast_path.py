@@ -210,7 +210,6 @@ def test_an_unexpected_error_is_a_500_on_both_paths_and_counted(
         assert f"caseboard_http_requests_total{{{route}}} 1" in metrics
 
 
-
 def test_server_shutdown_waits_for_the_submit_threads_and_closes_what_the_server_owns(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
     app, keys = build_app(Settings(), database_url=url), open_key_store(url)
@@ -229,7 +228,9 @@ def test_server_shutdown_waits_for_the_submit_threads_and_closes_what_the_server
             assert client.post("/workspaces", json=open_body("ws-shutdown")).status_code == 201
         with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {specialist}"}) as client:
             for number in range(2):  # the first caches the key; the second takes the fast path
-                answer = client.post("/workspaces/ws-shutdown/contributions", json={"items": [observation(f"o-{number}")]})
+                answer = client.post(
+                    "/workspaces/ws-shutdown/contributions", json={"items": [observation(f"o-{number}")]}
+                )
                 assert answer.status_code == 201, answer.text
         assert submit_threads()
         assert closed == []
