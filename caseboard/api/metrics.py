@@ -25,6 +25,7 @@ class Metrics:
         self.sums: dict[str, float] = {}
         self.counts: Counter[str] = Counter()
         self.fast_path = 0
+        self.on_loop = 0
 
     def outcome(self, outcome: dict[str, Any]) -> None:
         with self._guard:
@@ -34,9 +35,12 @@ class Metrics:
             else:
                 self.refusals[str(outcome.get("reason"))] += 1
 
-    def request(self, method: str, route: str, status: int, seconds: float, *, fast: bool = False) -> None:
+    def request(
+        self, method: str, route: str, status: int, seconds: float, *, fast: bool = False, on_loop: bool = False
+    ) -> None:
         with self._guard:
             self.fast_path += fast
+            self.on_loop += on_loop
             self.requests[(method, route, str(status))] += 1
             counts = self.buckets.setdefault(route, [0] * len(BUCKETS))
             for index, bound in enumerate(BUCKETS):
@@ -64,6 +68,10 @@ class Metrics:
                 "(ADR 0034).",
                 "# TYPE caseboard_http_submit_fast_path_total counter",
                 f"caseboard_http_submit_fast_path_total {self.fast_path}",
+                "# HELP caseboard_http_submit_on_loop_total Submissions committed on the server's event loop, "
+                "without a thread (ADR 0035).",
+                "# TYPE caseboard_http_submit_on_loop_total counter",
+                f"caseboard_http_submit_on_loop_total {self.on_loop}",
                 "# HELP caseboard_http_request_duration_seconds HTTP request latency, by route template.",
                 "# TYPE caseboard_http_request_duration_seconds histogram",
             ]

@@ -73,6 +73,12 @@ def submit_contribution(svc: Services, who: Caller, workspace_id: str, body: Con
     """The submit route's work, shared with its fast path (``caseboard/api/fast_path.py``). An ``ApiError``
     is raised before anything is committed."""
     visible(svc, who, workspace_id)
+    return _commit(svc, who, contribution_of(who, workspace_id, body))
+
+
+def contribution_of(who: Caller, workspace_id: str, body: ContributionRequest) -> Contribution:
+    """The contribution a request makes, once the workspace is known to be visible: ``ApiError`` when the
+    body names another workspace or tenant."""
     if body.workspace_id is not None and body.workspace_id != workspace_id:
         raise ApiError(
             Reason.INVALID,
@@ -86,7 +92,7 @@ def submit_contribution(svc: Services, who: Caller, workspace_id: str, body: Con
                 f"items[{index}].scope.tenant_id: a workspace stays in its tenant ({who.tenant_id!r})",
                 field=f"items[{index}].scope.tenant_id",
             )
-    contribution = Contribution(
+    return Contribution(
         workspace_id=workspace_id,
         author=who.author,
         expected_version=body.expected_version,
@@ -94,11 +100,14 @@ def submit_contribution(svc: Services, who: Caller, workspace_id: str, body: Con
         at=body.at,
         items=body.items,
     )
-    return _commit(svc, who, contribution)
 
 
 def _commit(svc: Services, who: Caller, contribution: Contribution) -> JSONResponse:
-    outcome = svc.app.coordinator(trust_timestamps=svc.trust_timestamps).submit(contribution)
+    return respond(svc, who, svc.app.coordinator(trust_timestamps=svc.trust_timestamps).submit(contribution))
+
+
+def respond(svc: Services, who: Caller, outcome: dict[str, Any]) -> JSONResponse:
+    """The answer to a submission: 201 (200 for an idempotent replay) or the refusal's status."""
     svc.metrics.outcome(outcome)
     if not outcome["ok"]:
         return refusal_response(outcome)

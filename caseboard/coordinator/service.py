@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from caseboard.coordinator.decide import Behind, Replayed, decide
+from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
 from caseboard.ledger.base import Ledger, VersionTaken
@@ -65,14 +66,70 @@ class Coordinator:
             return refusal.to_outcome()
         return outcome
 
+    @property
+    def submits_on_loop(self) -> bool:
+        """``submit_on_loop`` can commit without a thread (the ledger is PostgreSQL)."""
+        return self.ledger.appends_on_loop
+
+    async def submit_on_loop(self, contribution: Contribution) -> dict[str, Any] | None:
+        """The common case of ``submit``, for a coroutine on the running event loop, with no thread and no
+        wait but the append's own (ADR 0035). None when the contribution needs more than that: the cached
+        state is missing or other processes are racing for the workspace, another writer of this process
+        holds it, a snapshot is due, the contribution is refused, or its version was taken. The caller then
+        calls ``submit`` from a thread, which decides it again from the start; nothing was appended."""
+        workspace_id = contribution.workspace_id
+        lock = self.workspaces.lock(workspace_id)
+        if not lock.acquire(blocking=False):
+            return None
+        try:
+            state = self.workspaces.cached(workspace_id)
+            if (
+                state is None
+                or not self.workspaces.uncontended(workspace_id)
+                or self.workspaces.snapshot_due(workspace_id, state.version + 1)
+            ):
+                return None
+            try:
+                result = decide(state, contribution, self._at(contribution))
+            except (Behind, Refused):
+                return None  # decided again in the thread, which catches up and logs the refusal
+            if isinstance(result, Replayed):
+                return result.outcome
+            try:
+                await self.ledger.append_on_loop(result, partial(self.workspaces.fold, result))
+            except VersionTaken:
+                self.workspaces.lost_race(workspace_id, folded=True)
+                return None
+            except BaseException:
+                self.workspaces.forget(workspace_id)  # see _submit
+                raise
+            return self._landed(result, attempts=1)
+        finally:
+            lock.release()
+
+    def _at(self, contribution: Contribution) -> datetime:
+        return contribution.at if self.trust_timestamps and contribution.at is not None else self.clock()
+
+    def _landed(self, result: Commit, attempts: int) -> dict[str, Any]:
+        self.workspaces.committed(result)
+        log.info(
+            "commit_recorded",
+            workspace_id=result.workspace_id,
+            workspace_version=result.version,
+            author=result.author.principal,
+            role=result.author.role.value,
+            item_types=[item.type for item in result.items],
+            attempts=attempts,
+        )
+        return result.outcome()
+
     def _submit(self, contribution: Contribution) -> dict[str, Any]:
         workspace_id = contribution.workspace_id
         with self.workspaces.lock(workspace_id):
             for attempt in range(MAX_ATTEMPTS):
                 state = self.workspaces.current(workspace_id)
-                at = contribution.at if self.trust_timestamps and contribution.at is not None else self.clock()
                 try:
-                    result = decide(state, contribution, at)
+                    result = decide(state, contribution, self._at(contribution))
                 except Behind as behind:
                     self.workspaces.catch_up(workspace_id)
                     raise self._conflict(workspace_id, behind.expected) from None
@@ -99,17 +156,7 @@ class Coordinator:
                     # half of one that did.
                     self.workspaces.forget(workspace_id)
                     raise
-                self.workspaces.committed(result)
-                log.info(
-                    "commit_recorded",
-                    workspace_id=workspace_id,
-                    workspace_version=result.version,
-                    author=result.author.principal,
-                    role=result.author.role.value,
-                    item_types=[item.type for item in result.items],
-                    attempts=attempt + 1,
-                )
-                return result.outcome()
+                return self._landed(result, attempts=attempt + 1)
         raise LedgerUnavailable(f"{workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
 
     def _conflict(self, workspace_id: str, expected: int) -> VersionConflict:

@@ -40,6 +40,9 @@ class Snapshot:
 
 class Ledger(Protocol):
     def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
+    @property
+    def appends_on_loop(self) -> bool: ...
+    async def append_on_loop(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
     def append_many(self, commits: Sequence[Commit]) -> None: ...
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]: ...
     def iter_commits(
@@ -72,6 +75,7 @@ class EventsourcingLedger:
         self.snapshots = snapshots
         self._closer = closer
         self._insert_commit = getattr(events, "insert_commit", None)  # caseboard's PostgreSQL recorder
+        self._insert_on_loop = getattr(events, "insert_commit_on_loop", None)
 
     def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
         """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile``, if given,
@@ -89,6 +93,22 @@ class EventsourcingLedger:
             raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
         if meanwhile is not None:
             meanwhile()
+
+    @property
+    def appends_on_loop(self) -> bool:
+        """``append_on_loop`` needs no thread (PostgreSQL); elsewhere, call ``append`` from a thread."""
+        return self._insert_on_loop is not None
+
+    async def append_on_loop(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
+        """``append`` for a coroutine on the running event loop, when ``appends_on_loop``."""
+        if self._insert_on_loop is None:
+            raise RuntimeError("this ledger appends from threads only: call append")
+        try:
+            await self._insert_on_loop(commit_row(commit), meanwhile)
+        except IntegrityError as error:
+            raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
 
     def append_many(self, commits: Sequence[Commit]) -> None:
         """Several commits in one transaction: all land or none does (imports)."""

@@ -9,7 +9,8 @@ held across the commit's WAL flush. This recorder keeps the table shape and inte
   connection the writer keeps and sent through libpq (``caseboard/ledger/libpq.py``);
 - lets appends that arrive while another is being written share the next transaction (group commit,
   ``caseboard/ledger/group_commit.py``, ADR 0005): a multi-row INSERT that skips, rather than fails on, a
-  row whose (workspace, version) is taken, so each caller still gets its own answer;
+  row whose (workspace, version) is taken, so each caller still gets its own answer; a coroutine appends on
+  its event loop's own group commit, with no thread (``caseboard/ledger/loop_append.py``, ADR 0035);
 - records the inserting transaction id (``tx xid8``) next to ``notification_id``. A reader of the
   notification log orders by ``(tx, notification_id)`` and reads only rows whose ``tx`` is below the
   oldest transaction still running (``pg_snapshot_xmin``): every such row is final, so no row can later
@@ -22,6 +23,7 @@ for a snapshot of several megabytes (about 250 ms for 3.5 MB, against about 25 m
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +36,7 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from caseboard.ledger import libpq
 from caseboard.ledger.group_commit import GroupCommit
+from caseboard.ledger.loop_append import LoopAppender
 
 _Row = tuple[str, int, str, bytes]
 
@@ -95,6 +98,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
         self._batch_sql: dict[int, str] = {}
         self.group = GroupCommit[_Row](self._flush)
         self._writer: psycopg.Cursor[tuple[Any, ...]] | None = None
+        self._on_loop: LoopAppender | None = None
         self.prepare_append_statement = (  # the same INSERT, in PREPARE's own placeholders
             SQL("PREPARE {name} (text, bigint, text, bytea) AS ").format(name=Identifier(APPEND_NAME))
             + insert
@@ -179,25 +183,59 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def _writer_cursor(self) -> psycopg.Cursor[tuple[Any, ...]]:
         if self._writer is None or self._writer.closed:
-            pool = self.datastore.pool
-            pool.open()
-            conn = pool.getconn()
-            try:
-                prepared = conn.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", (APPEND_NAME,))
-                if prepared.fetchone() is None:  # a connection the writer had before keeps its statement
-                    conn.execute(self.prepare_append_statement)
-            except BaseException:
-                pool.putconn(conn)
-                raise
-            self._writer = conn.cursor(row_factory=tuple_row)
+            self._writer = self._writer_connection().cursor(row_factory=tuple_row)
         return self._writer
 
+    def _writer_connection(self) -> psycopg.Connection[Any]:
+        """A connection of the pool's, kept by a writer, with the one-row INSERT prepared on it."""
+        pool = self.datastore.pool
+        pool.open()
+        conn = pool.getconn()
+        try:
+            prepared = conn.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", (APPEND_NAME,))
+            if prepared.fetchone() is None:  # a connection a writer had before keeps its statement
+                conn.execute(self.prepare_append_statement)
+        except BaseException:
+            pool.putconn(conn)
+            raise
+        return conn
+
+    async def insert_commit_on_loop(self, row: _Row, meanwhile: Callable[[], None] | None = None) -> int:
+        """``insert_commit`` for a coroutine: the running loop's own group commit, no thread
+        (``loop_append.py``)."""
+        try:
+            notification_id = await self._loop_appender().append(row, meanwhile)
+        except psycopg.Error as error:
+            raise PersistenceError(str(error)) from error
+        if notification_id is None:
+            raise IntegrityError(f"{row[0]} version {row[1]} is taken")
+        return notification_id
+
+    def _loop_appender(self) -> LoopAppender:
+        loop = asyncio.get_running_loop()
+        appender = self._on_loop
+        if appender is None or appender.loop is not loop:
+            if appender is not None:
+                appender.close()
+            appender = self._on_loop = LoopAppender(
+                loop,
+                self._writer_connection,
+                self.datastore.pool.putconn,
+                prepared=APPEND_NAME.encode(),
+                insert=self._insert.as_bytes(None),
+                landed=self._appended,
+            )
+        return appender
+
     def release_writer(self) -> None:
-        """Give the leader's connection back to the pool (before the pool closes, or once it broke)."""
+        """Give the writers' connections back to the pool (before the pool closes, or once one broke)."""
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
             self.datastore.pool.putconn(writer.connection)
+        on_loop, self._on_loop = self._on_loop, None
+        if on_loop is not None:
+            on_loop.close()
 
     def _append_many(self, rows: list[_Row]) -> list[int]:
         """Several commits in one transaction (an import): all or none."""

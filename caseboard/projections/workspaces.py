@@ -55,14 +55,24 @@ class Workspaces:
 
     def current(self, workspace_id: str) -> WorkspaceState:
         """The cached state (callers hold ``lock(workspace_id)`` and must not modify it)."""
-        state = self._states.get(workspace_id)
+        state = self.cached(workspace_id)
         if state is None:
             state = self._load(workspace_id, self.reducer, None)
             self._snapshotted[workspace_id] = state.version
             self._remember(workspace_id, state)
-        else:
+        return state
+
+    def cached(self, workspace_id: str) -> WorkspaceState | None:
+        """The cached state, or None when it would have to be loaded (the same rules as ``current``)."""
+        state = self._states.get(workspace_id)
+        if state is not None:
             self._states.move_to_end(workspace_id)
         return state
+
+    def snapshot_due(self, workspace_id: str, version: int) -> bool:
+        """Whether ``committed`` writes a snapshot after the commit of ``version``."""
+        last = self._snapshotted.get(workspace_id, 0)
+        return version - last >= max(self.snapshot_min, version // 8)
 
     def catch_up(self, workspace_id: str) -> bool:
         """Fold what other writers committed since the cached version; True when there was any."""
@@ -99,8 +109,7 @@ class Workspaces:
         state = self.current(commit.workspace_id)
         if state.version != commit.version:
             return  # evicted and reloaded meanwhile: the snapshot is left for a later commit
-        last = self._snapshotted.get(commit.workspace_id, 0)
-        if commit.version - last >= max(self.snapshot_min, commit.version // 8):
+        if self.snapshot_due(commit.workspace_id, commit.version):
             self._snapshotted[commit.workspace_id] = commit.version
             try:
                 data = self.reducer.dump(state)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from caseboard.api import create_app
@@ -38,6 +39,7 @@ class Call:
     body: Any = None  # JSON, or bytes sent as they are
     path: str = "/workspaces/ws-d/contributions"
     headers: tuple[tuple[str, str], ...] = ()
+    loop: bool = False  # on PostgreSQL, committed (or replayed) on the event loop rather than a thread
 
 
 KEYS = {
@@ -54,10 +56,15 @@ def obs(obs_id: str, **envelope: Any) -> dict[str, Any]:
 
 
 CALLS = [
-    Call("an observation", True, body=obs("obs-1")),
-    Call("a forged author is ignored", True, body={**obs("obs-2"), "author": {"principal": "x", "role": "operator"}}),
-    Call("an idempotency key", True, body=obs("obs-3", idempotency_key="k-1")),
-    Call("the same key again is replayed", True, body=obs("obs-3", idempotency_key="k-1")),
+    Call("an observation", True, body=obs("obs-1"), loop=True),
+    Call(
+        "a forged author is ignored",
+        True,
+        body={**obs("obs-2"), "author": {"principal": "x", "role": "operator"}},
+        loop=True,
+    ),
+    Call("an idempotency key", True, body=obs("obs-3", idempotency_key="k-1"), loop=True),
+    Call("the same key again is replayed", True, body=obs("obs-3", idempotency_key="k-1"), loop=True),
     Call("the same key for other content", True, body=obs("obs-4", idempotency_key="k-1")),
     Call("a stale expected_version", True, body=obs("obs-5", expected_version=1)),
     Call("a role the coordinator refuses", True, who="planner", body=obs("obs-6")),
@@ -77,12 +84,14 @@ CALLS = [
         who="both",
         body=obs("obs-7"),
         headers=(("X-Caseboard-Role", "specialist"),),
+        loop=True,
     ),
     Call(
         "a charset in the content type",
         True,
         body=obs("obs-8"),
         headers=(("Content-Type", "application/json; charset=utf-8"),),
+        loop=True,
     ),
     Call("a key of several roles without a role header", False, who="both", body=obs("obs-9")),
     Call("a role the key does not hold", False, body=obs("obs-10"), headers=(("X-Caseboard-Role", "operator"),)),
@@ -109,16 +118,23 @@ CALLS = [
     Call("a body over the limit", False, body=b'{"items": ["' + b"x" * MAX_BODY_BYTES + b'"]}'),
     Call("an empty body", False, body=b""),
     Call("JSON nested too deep to parse", False, body=b"[" * 100_000 + b"]" * 100_000),
-    Call("after all that, an observation", True, body=obs("obs-20")),
+    Call("after all that, an observation", True, body=obs("obs-20"), loop=True),
 ]
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[tuple[RunningServer, RunningServer]]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[RunningServer, RunningServer]]:
+    """On PostgreSQL, the fast path commits its common case on the event loop (ADR 0035)."""
+    if request.param == "sqlite":
+        urls = f"sqlite:///{tmp_path}/fast.db", f"sqlite:///{tmp_path}/routed.db"
+    else:
+        url = str(request.getfixturevalue("postgres_url"))
+        urls = url, f"{url}_routed"
+        request.addfinalizer(lambda: drop_schema(urls[1]))
     # Keys stay cached for the whole test: which requests take the fast path must not depend on its pace.
     with (
-        running_server(f"sqlite:///{tmp_path}/fast.db", trust_timestamps=True, key_cache_s=600) as fast,
-        running_server(f"sqlite:///{tmp_path}/routed.db", trust_timestamps=True, key_cache_s=600) as routed,
+        running_server(urls[0], trust_timestamps=True, key_cache_s=600) as fast,
+        running_server(urls[1], trust_timestamps=True, key_cache_s=600) as routed,
     ):
         routed.api.fast_submit = False
         for server in (fast, routed):
@@ -158,10 +174,23 @@ def send(client: httpx.Client, call: Call) -> dict[str, Any]:
     }
 
 
-def fast_answers(server: RunningServer) -> int:
+def drop_schema(url: str) -> None:
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def counter(server: RunningServer, name: str) -> int:
     metrics = httpx.get(f"{server.base_url}/metrics").text
-    line = next(x for x in metrics.splitlines() if x.startswith("caseboard_http_submit_fast_path_total "))
-    return int(line.split()[1])
+    return int(next(x for x in metrics.splitlines() if x.startswith(f"{name} ")).split()[1])
+
+
+def fast_answers(server: RunningServer) -> int:
+    return counter(server, "caseboard_http_submit_fast_path_total")
+
+
+def loop_answers(server: RunningServer) -> int:
+    return counter(server, "caseboard_http_submit_on_loop_total")
 
 
 def test_the_fast_path_answers_its_common_case_exactly_as_the_route_and_hands_on_the_rest(
@@ -169,13 +198,16 @@ def test_the_fast_path_answers_its_common_case_exactly_as_the_route_and_hands_on
 ) -> None:
     fast, routed = servers
     fast_clients, routed_clients = clients(fast), clients(routed)
+    on_loop = fast.app.ledger.appends_on_loop
     for call in CALLS:
-        before = fast_answers(fast)
+        before, before_loop = fast_answers(fast), loop_answers(fast)
         answer = send(fast_clients[call.who], call)
         assert answer == send(routed_clients[call.who], call), call.name
         assert fast_answers(fast) - before == (1 if call.fast else 0), call.name
+        assert loop_answers(fast) - before_loop == (1 if call.loop and on_loop else 0), call.name
     assert fast_answers(routed) == 0
     assert fast.app.ledger.read("ws-d") == routed.app.ledger.read("ws-d")
+    assert loop_answers(fast) == (sum(call.loop for call in CALLS) if on_loop else 0)
 
 
 def test_a_chunked_body_is_read_whole_on_the_fast_path(servers: tuple[RunningServer, RunningServer]) -> None:
@@ -193,7 +225,12 @@ def test_a_chunked_body_is_read_whole_on_the_fast_path(servers: tuple[RunningSer
 
 
 class Broken:
+    submits_on_loop = True
+
     def submit(self, contribution: object) -> dict[str, Any]:
+        raise RuntimeError("a bug in the coordinator")
+
+    async def submit_on_loop(self, contribution: object) -> dict[str, Any]:
         raise RuntimeError("a bug in the coordinator")
 
 

@@ -1,0 +1,228 @@
+"""Appends from an asyncio event loop, without a thread: the HTTP server's common submission (ADR 0035).
+
+Handing each submission to a thread cost the server more CPU than the commit itself: the GIL passes from the
+loop to the thread, from the thread to the database wait and back, and from the thread to the loop. Here
+the loop's own thread sends the INSERT with libpq's non-blocking calls on a connection of its own, and the
+loop wakes the appender when the socket has the answer.
+
+Appends that arrive while a batch is on its way go together in the next one: group commit, as
+``group_commit.py`` does for threads, without a lock, since everything here runs on the loop's thread. One
+row goes on the prepared statement of ``LedgerRecorder``; several in one multi-row INSERT that skips, rather
+than fails on, a taken (workspace, version). Each caller's ``meanwhile`` runs once its row is sent (or, if a
+batch is on its way, as it queues), and what it raises reaches that caller alone, after its row landed.
+
+If the connection fails, every caller of the batch on its way gets the error (none of its rows may have
+landed, or all of them: the coordinator forgets its cached state either way), and the next batch connects
+again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from caseboard.ledger import libpq
+from caseboard.ledger.group_commit import _Pending
+
+Row = tuple[str, int, str, bytes]
+TYPES = (25, 20, 25, 17)  # text, bigint, text, bytea: the row's columns, sent in binary
+
+
+class _Waiting(_Pending[Row]):
+    __slots__ = ("future",)
+
+    def __init__(self, row: Row, meanwhile: Callable[[], None] | None, future: asyncio.Future[int | None]) -> None:
+        super().__init__(row, meanwhile)
+        self.future = future
+
+
+class LoopAppender:
+    """Group commit on one event loop. ``connect`` gives a connection with the one-row statement prepared
+    as ``prepared``; ``insert`` is the INSERT up to its ``VALUES``; ``landed`` is called after each batch
+    that committed rows."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        connect: Callable[[], psycopg.Connection[Any]],
+        release: Callable[[psycopg.Connection[Any]], None],
+        *,
+        prepared: bytes,
+        insert: bytes,
+        landed: Callable[[], None],
+        max_batch: int = 64,
+    ) -> None:
+        self.loop = loop
+        self._connect = connect
+        self._release = release
+        self._prepared = prepared
+        self._insert = insert
+        self._landed = landed
+        self._max_batch = max_batch
+        self._conn: psycopg.Connection[Any] | None = None
+        self._queue: list[_Waiting] = []
+        self._batch: list[_Waiting] | None = None
+        self._fd = -1
+        self.batches = 0
+        self.rows = 0
+
+    async def append(self, row: Row, meanwhile: Callable[[], None] | None = None) -> int | None:
+        """Write ``row`` (alone or with others): its notification id, or None when its version is taken."""
+        waiting = _Waiting(row, meanwhile, self.loop.create_future())
+        self._queue.append(waiting)
+        if self._batch is None:
+            self._send()  # runs this row's meanwhile once it is sent
+        else:
+            waiting.run_meanwhile()  # a batch is on its way: this one's work now, its row goes next
+        result = await waiting.future
+        if result is not None:
+            waiting.run_meanwhile()  # if the send failed before it could run
+            if waiting.meanwhile_error is not None:
+                raise waiting.meanwhile_error
+        return result
+
+    def close(self) -> None:
+        """Give the connection back (no batch may be on its way: the server has stopped)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            if not self.loop.is_closed():
+                self._stop_watching()
+            self._release(conn)
+
+    def _send(self) -> None:
+        batch = self._batch = self._queue[: self._max_batch]
+        del self._queue[: self._max_batch]
+        try:
+            pgconn = self._connection().pgconn
+            if len(batch) == 1:
+                workspace_id, version, topic, state = batch[0].row
+                params = [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
+                pgconn.send_query_prepared(self._prepared, params, [1] * 4)
+            else:
+                pgconn.send_query_params(
+                    self._batch_statement(len(batch)), _params(batch), TYPES * len(batch), [1] * 4 * len(batch)
+                )
+            self._fd = pgconn.socket
+            if pgconn.flush():
+                self.loop.add_writer(self._fd, self._flush)
+        except psycopg.Error as error:
+            self._fail(error)
+            return
+        for waiting in batch:
+            waiting.run_meanwhile()
+        self.loop.add_reader(self._fd, self._receive)
+
+    def _flush(self) -> None:
+        assert self._conn is not None
+        try:
+            if not self._conn.pgconn.flush():
+                self.loop.remove_writer(self._fd)
+        except psycopg.Error as error:
+            self._fail(error)
+
+    def _receive(self) -> None:
+        assert self._conn is not None and self._batch is not None
+        pgconn = self._conn.pgconn
+        try:
+            pgconn.consume_input()
+            if pgconn.is_busy():
+                return  # the answer is not complete yet
+            results = []
+            while (result := pgconn.get_result()) is not None:
+                results.append(result)
+        except psycopg.Error as error:
+            self._fail(error)
+            return
+        self._stop_watching()
+        batch, self._batch = self._batch, None
+        try:
+            answers = _answers(batch, results)
+        except psycopg.Error as error:
+            self._answer(batch, error)  # the statement failed: nothing of the batch was committed
+        else:
+            self._answer(batch, answers)
+            if any(answer is not None for answer in answers):
+                self._landed()
+        if self._queue:
+            self._send()
+
+    def _fail(self, error: psycopg.Error) -> None:
+        """The connection failed: the batch on its way gets the error, the next one a new connection."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._stop_watching()
+            conn.close()
+            self._release(conn)
+        batch, self._batch = self._batch or [], None
+        self._answer(batch, error)
+        if self._queue:
+            self.loop.call_soon(self._send_if_idle)
+
+    def _send_if_idle(self) -> None:
+        if self._batch is None and self._queue:
+            self._send()
+
+    def _answer(self, batch: Sequence[_Waiting], answers: Sequence[int | None] | BaseException) -> None:
+        self.batches += 1
+        self.rows += len(batch)
+        for index, waiting in enumerate(batch):
+            if waiting.future.done():  # its caller was cancelled
+                continue
+            if isinstance(answers, BaseException):
+                waiting.future.set_exception(answers)
+            else:
+                waiting.future.set_result(answers[index])
+
+    def _stop_watching(self) -> None:
+        if self._fd >= 0:
+            self.loop.remove_reader(self._fd)
+            self.loop.remove_writer(self._fd)
+            self._fd = -1
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = self._connect()
+            self._conn.pgconn.nonblocking = 1
+        return self._conn
+
+    def _batch_statement(self, size: int) -> bytes:
+        values = b", ".join(b"($%d, $%d, $%d, $%d)" % (4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4) for i in range(size))
+        return (
+            self._insert
+            + b"VALUES "
+            + values
+            + b" ON CONFLICT (originator_id, originator_version) DO NOTHING "
+            + b"RETURNING originator_id, originator_version, notification_id"
+        )
+
+
+def _params(batch: Sequence[_Waiting]) -> list[bytes]:
+    params: list[bytes] = []
+    for waiting in batch:
+        workspace_id, version, topic, state = waiting.row
+        params += [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
+    return params
+
+
+def _answers(batch: Sequence[_Waiting], results: Sequence[Any]) -> list[int | None]:
+    """Per row: its notification id, or None when its version was taken. Raises the statement's error."""
+    if not results:
+        raise psycopg.OperationalError("the server sent no result")
+    result = results[0]
+    if len(batch) == 1:
+        if result.status == pq.ExecStatus.TUPLES_OK:
+            return [int(result.get_value(0, 0))]
+        if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
+            return [None]
+        libpq.raise_for(result)
+    if result.status != pq.ExecStatus.TUPLES_OK:
+        libpq.raise_for(result)
+    inserted = {
+        (result.get_value(i, 0).decode(), int(result.get_value(i, 1))): int(result.get_value(i, 2))
+        for i in range(result.ntuples)
+    }
+    return [inserted.get((w.row[0], w.row[1])) for w in batch]

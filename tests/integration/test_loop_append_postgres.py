@@ -1,0 +1,217 @@
+"""Committing from an event loop without a thread (ADR 0035): the loop's own group commit on PostgreSQL, and
+the coordinator's common case on it, which hands everything else back to a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.domain.errors import LedgerUnavailable
+from caseboard.ledger import EventsourcingLedger, VersionTaken, open_ledger
+from caseboard.projections import Workspaces
+from tests.conftest import contribution
+from tests.http_server import observation
+from tests.integration.test_postgres_append import open_workspace
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def ledger(postgres_url: str) -> Iterator[EventsourcingLedger]:
+    ledger = open_ledger(postgres_url)
+    yield ledger
+    ledger.close()
+
+
+def versions(ledger: EventsourcingLedger, workspace_id: str = "ws-1") -> list[int]:
+    return [commit.version for commit in ledger.read(workspace_id)]
+
+
+def test_coroutines_appending_at_once_share_transactions_and_a_taken_version_fails_alone(
+    ledger: EventsourcingLedger,
+) -> None:
+    first = open_workspace(ledger)
+    commits = {
+        f"ws-{n}": [first.model_copy(update={"workspace_id": f"ws-{n}", "version": v}) for v in range(1, 31)]
+        for n in range(2, 9)
+    }
+    commits["ws-1"] = [first.model_copy(update={"version": v}) for v in range(1, 31)]  # version 1 is taken
+
+    async def write(workspace_id: str) -> list[str]:
+        outcomes = []
+        for commit in commits[workspace_id]:
+            try:
+                await ledger.append_on_loop(commit)
+                outcomes.append("ok")
+            except VersionTaken:
+                outcomes.append("taken")
+        return outcomes
+
+    async def main() -> dict[str, list[str]]:
+        results = await asyncio.gather(*(write(w) for w in commits))
+        return dict(zip(commits, results, strict=True))
+
+    outcomes = asyncio.run(main())
+    assert outcomes["ws-1"] == ["taken"] + ["ok"] * 29
+    assert all(outcomes[w] == ["ok"] * 30 for w in commits if w != "ws-1")
+    appender = ledger.events._on_loop  # type: ignore[attr-defined]
+    assert appender.rows == 8 * 30
+    assert appender.batches < 8 * 30  # rows that arrived while a batch was on its way shared the next one
+    for workspace_id, expected in commits.items():
+        assert versions(ledger, workspace_id) == list(range(1, 31))
+        if workspace_id != "ws-1":
+            assert ledger.read(workspace_id) == expected
+    assert ledger.read("ws-1")[0] == first
+
+
+def test_meanwhile_runs_once_before_the_answer_and_what_it_raises_reaches_its_caller_alone(
+    ledger: EventsourcingLedger,
+) -> None:
+    first = open_workspace(ledger)
+    ran: list[str] = []
+
+    def work(name: str, fail: bool = False) -> Callable[[], None]:
+        def meanwhile() -> None:
+            ran.append(name)
+            if fail:
+                raise ValueError(name)
+
+        return meanwhile
+
+    async def append(version: int, name: str, fail: bool = False) -> str:
+        try:
+            await ledger.append_on_loop(first.model_copy(update={"version": version}), work(name, fail))
+        except ValueError as error:
+            return f"raised {error}"
+        assert name in ran  # it ran before the answer
+        return "ok"
+
+    async def main() -> list[str]:
+        return await asyncio.gather(append(2, "a"), append(3, "b", fail=True), append(4, "c"), append(5, "d"))
+
+    assert asyncio.run(main()) == ["ok", "raised b", "ok", "ok"]
+    assert sorted(ran) == ["a", "b", "c", "d"]
+    assert versions(ledger) == [1, 2, 3, 4, 5]  # b's row landed: its caller hears of its work's error after
+
+
+def test_after_its_connection_is_killed_the_loop_appender_connects_again(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
+    first = open_workspace(ledger)
+
+    async def main() -> None:
+        await ledger.append_on_loop(first.model_copy(update={"version": 2}))
+        conn = ledger.events._on_loop._conn  # type: ignore[attr-defined]
+        with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(LedgerUnavailable):
+            await ledger.append_on_loop(first.model_copy(update={"version": 3}))
+        await ledger.append_on_loop(first.model_copy(update={"version": 3}))
+
+    asyncio.run(main())
+    assert versions(ledger) == [1, 2, 3]
+
+
+def test_a_row_the_server_rejects_is_unavailable_and_the_loop_appender_goes_on(ledger: EventsourcingLedger) -> None:
+    first = open_workspace(ledger)
+
+    async def main() -> None:
+        with pytest.raises(LedgerUnavailable, match="0x00"):
+            await ledger.append_on_loop(first.model_copy(update={"workspace_id": "ws-\x00", "version": 1}))
+        await ledger.append_on_loop(first.model_copy(update={"version": 2}))
+
+    asyncio.run(main())
+    assert versions(ledger) == [1, 2]
+
+
+def observe(obs_id: str, principal: str = "log-specialist", role: str = "specialist") -> Any:
+    return parse_contribution(contribution([observation(obs_id)], principal, role))
+
+
+def test_the_coordinator_commits_its_common_case_on_the_loop_and_its_cache_stays_true(
+    ledger: EventsourcingLedger,
+) -> None:
+    open_workspace(ledger)
+    coordinator = Coordinator(ledger)
+    assert asyncio.run(coordinator.submit_on_loop(observe("obs-1"))) is None  # not cached: a thread loads it
+    assert versions(ledger) == [1]
+    assert coordinator.submit(observe("obs-1"))["workspace_version"] == 2  # cached from now on
+
+    async def main() -> list[dict[str, Any] | None]:
+        return list(await asyncio.gather(*(coordinator.submit_on_loop(observe(f"obs-{n}")) for n in range(2, 6))))
+
+    outcomes = asyncio.run(main())
+    landed = [outcome for outcome in outcomes if outcome is not None]
+    # One at a time holds the workspace; the others are handed back (a thread would wait for it).
+    assert [outcome["workspace_version"] for outcome in landed] == [3]
+    assert versions(ledger) == [1, 2, 3]
+    cached = coordinator.workspaces.reducer.render(coordinator.workspaces.current("ws-1"))
+    assert cached == Workspaces(ledger).show("ws-1")
+
+
+def test_the_coordinator_hands_back_what_it_cannot_commit_on_the_loop_and_appends_nothing(
+    ledger: EventsourcingLedger, postgres_url: str
+) -> None:
+    open_workspace(ledger)
+    coordinator = Coordinator(ledger, Workspaces(ledger, snapshot_min=4))
+    assert coordinator.submit(observe("obs-1"))["ok"]
+
+    refused = observe("obs-2", principal="planner-1", role="planner")  # a planner may not observe
+    assert asyncio.run(coordinator.submit_on_loop(refused)) is None
+    assert coordinator.submit(refused)["reason"] == "forbidden"
+
+    with coordinator.workspaces.lock("ws-1"):  # another writer of this process holds the workspace
+        assert asyncio.run(coordinator.submit_on_loop(observe("obs-3"))) is None
+    assert versions(ledger) == [1, 2]
+
+    # Snapshots every 4 commits here, counted from the state loaded at version 1: version 5's is due, and a
+    # snapshot is written by a thread.
+    landed = [asyncio.run(coordinator.submit_on_loop(observe(f"obs-{n}"))) for n in (3, 4)]
+    assert [outcome["workspace_version"] for outcome in landed if outcome is not None] == [3, 4]
+    assert coordinator.workspaces.snapshot_due("ws-1", 5)
+    assert asyncio.run(coordinator.submit_on_loop(observe("obs-5"))) is None
+    assert versions(ledger)[-1] == 4
+    assert coordinator.submit(observe("obs-5"))["workspace_version"] == 5
+    snapshot = ledger.latest_snapshot("ws-1", coordinator.workspaces.reducer.name, 100)
+    assert snapshot is not None and snapshot.version == 5
+
+    rival = open_ledger(postgres_url)  # another process takes version 6 first
+    try:
+        assert Coordinator(rival).submit(observe("obs-rival"))["workspace_version"] == 6
+    finally:
+        rival.close()
+    assert asyncio.run(coordinator.submit_on_loop(observe("obs-6"))) is None
+    assert coordinator.workspaces.cached("ws-1") is None  # folded on its way, then dropped
+    assert coordinator.submit(observe("obs-6"))["workspace_version"] == 7  # the thread reloads and lands
+    # Processes are racing for the workspace: commits go to threads, which fold only what landed.
+    assert asyncio.run(coordinator.submit_on_loop(observe("obs-7"))) is None
+    assert versions(ledger) == list(range(1, 8))
+
+
+def test_a_thread_waiting_for_the_workspace_gets_it_once_the_loop_commit_lands(ledger: EventsourcingLedger) -> None:
+    open_workspace(ledger)
+    coordinator = Coordinator(ledger)
+    assert coordinator.submit(observe("obs-1"))["ok"]
+    results: list[int] = []
+
+    async def main() -> None:
+        thread = threading.Thread(
+            target=lambda: results.append(coordinator.submit(observe("obs-t"))["workspace_version"])
+        )
+        outcome = coordinator.submit_on_loop(observe("obs-l"))
+        task = asyncio.ensure_future(outcome)
+        await asyncio.sleep(0)  # the loop commit holds the workspace and is on its way
+        thread.start()
+        landed = await task
+        assert landed is not None and landed["workspace_version"] == 3
+        await asyncio.to_thread(thread.join, 30)
+
+    asyncio.run(main())
+    assert results == [4]
+    assert versions(ledger) == [1, 2, 3, 4]
