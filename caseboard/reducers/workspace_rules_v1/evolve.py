@@ -8,6 +8,7 @@ applied as recorded, never re-decided.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import assert_never
@@ -34,10 +35,19 @@ def initial(workspace_id: str) -> WorkspaceState:
 
 
 def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
+    return fold_commit(state, commit, apply_item)
+
+
+ApplyItem = Callable[[WorkspaceState, Commit, it.Item, Decision], None]
+
+
+def fold_commit(state: WorkspaceState, commit: Commit, apply: ApplyItem) -> WorkspaceState:
+    """What every reducer of this state does with a commit: check that it follows the state, ``apply`` each
+    item with its decision, then record the commit's version, time, hash and idempotency key."""
     if commit.version != state.version + 1:
         raise ValueError(f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}")
     for item, decision in zip(commit.items, commit.decisions, strict=True):
-        apply_item(state, commit, item, decision)
+        apply(state, commit, item, decision)
     state.version = commit.version
     state.at = commit.at
     state.head_hash = commit.hash

@@ -9,29 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from caseboard.domain import items as it
-from caseboard.domain.commit import Commit
-from caseboard.reducers.workspace_rules_v1.evolve import apply_item
-from caseboard.reducers.workspace_rules_v1.state import IdempotencyRec, WorkspaceState
+from caseboard.domain.commit import Commit, Decision
+from caseboard.reducers.workspace_rules_v1.evolve import apply_item, fold_commit
+from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
 
 NAME = "workspace-rules-v2"
 
 
 def evolve(state: WorkspaceState, commit: Commit) -> WorkspaceState:
-    if commit.version != state.version + 1:
-        raise ValueError(f"commit {commit.version} cannot follow version {state.version} of {state.workspace_id!r}")
-    for item, decision in zip(commit.items, commit.decisions, strict=True):
-        undo = _not_material(state, item)
-        apply_item(state, commit, item, decision)
-        if undo is not None:
-            undo()
-    state.version = commit.version
-    state.at = commit.at
-    state.head_hash = commit.hash
-    if commit.idempotency_key is not None and commit.digest is not None:
-        state.idempotency[commit.idempotency_key] = IdempotencyRec(
-            commit.digest, commit.version, tuple(commit.outcome_items())
-        )
-    return state
+    return fold_commit(state, commit, _apply_item)
+
+
+def _apply_item(state: WorkspaceState, commit: Commit, item: it.Item, decision: Decision) -> None:
+    undo = _not_material(state, item)
+    apply_item(state, commit, item, decision)
+    if undo is not None:
+        undo()
 
 
 def _not_material(state: WorkspaceState, item: it.Item) -> Callable[[], None] | None:
