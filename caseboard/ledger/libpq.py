@@ -45,6 +45,18 @@ def receive(pgconn: Any) -> Any:
     return first
 
 
+BINARY = [1, 1, 1, 1]
+"""The formats of ``commit_params``: every one binary, sized, never cut at a NUL byte as a text parameter
+would be."""
+
+
+def commit_params(row: tuple[str, int, str, bytes]) -> list[bytes]:
+    """A commit's row (workspace id, version, topic, stored JSON) as the append's parameters (text, bigint,
+    text, bytea; formats ``BINARY``)."""
+    workspace_id, version, topic, state = row
+    return [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
+
+
 def sqlstate(result: Any) -> str:
     return (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
 

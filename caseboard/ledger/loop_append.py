@@ -98,14 +98,12 @@ class LoopAppender:
         del self._queue[: self._max_batch]
         try:
             pgconn = self._connection().pgconn
+            params = [param for waiting in batch for param in libpq.commit_params(waiting.row)]
             if len(batch) == 1:
-                workspace_id, version, topic, state = batch[0].row
-                params = [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
-                pgconn.send_query_prepared(self._prepared, params, [1] * 4)
+                pgconn.send_query_prepared(self._prepared, params, libpq.BINARY)
             else:
-                pgconn.send_query_params(
-                    self._batch_statement(len(batch)), _params(batch), TYPES * len(batch), [1] * 4 * len(batch)
-                )
+                statement = self._batch_statement(len(batch))
+                pgconn.send_query_params(statement, params, TYPES * len(batch), libpq.BINARY * len(batch))
             self._fd = pgconn.socket
             if pgconn.flush():
                 self.loop.add_writer(self._fd, self._flush)
@@ -198,14 +196,6 @@ class LoopAppender:
             + b" ON CONFLICT (originator_id, originator_version) DO NOTHING "
             + b"RETURNING originator_id, originator_version, notification_id"
         )
-
-
-def _params(batch: Sequence[_Waiting]) -> list[bytes]:
-    params: list[bytes] = []
-    for waiting in batch:
-        workspace_id, version, topic, state = waiting.row
-        params += [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
-    return params
 
 
 def _answers(batch: Sequence[_Waiting], results: Sequence[Any]) -> list[int | None]:

@@ -45,17 +45,11 @@ APPEND_NAME = "caseboard_append"
 """The writer connection's prepared INSERT of one commit (a name psycopg's own ``_pg3_*`` never takes)."""
 
 
-BINARY = [1, 1, 1, 1]
-"""Every parameter in binary form: sized, never cut at a NUL byte as a text parameter would be."""
-
-
 def _insert_prepared(pgconn: Any, row: _Row, meanwhile: Callable[[], None]) -> int | None:
     """One commit on the writer's prepared statement (``caseboard/ledger/libpq.py``): its notification id,
     or None when its version is taken. ``meanwhile`` runs once the statement is sent, while the server
     works."""
-    workspace_id, version, topic, state = row
-    params = [workspace_id.encode(), version.to_bytes(8, "big", signed=True), topic.encode(), state]
-    pgconn.send_query_prepared(APPEND_NAME.encode(), params, BINARY)  # the server checks every byte
+    pgconn.send_query_prepared(APPEND_NAME.encode(), libpq.commit_params(row), libpq.BINARY)
     libpq.send(pgconn)
     meanwhile()
     result = libpq.receive(pgconn)
