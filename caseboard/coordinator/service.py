@@ -73,10 +73,15 @@ class Coordinator:
 
     async def submit_on_loop(self, contribution: Contribution) -> dict[str, Any] | None:
         """The common case of ``submit``, for a coroutine on the running event loop, with no thread and no
-        wait but the append's own (ADR 0035). None when the contribution needs more than that: the cached
-        state is missing or other processes are racing for the workspace, another writer of this process
-        holds it, a snapshot is due, the contribution is refused, or its version was taken. The caller then
-        calls ``submit`` from a thread, which decides it again from the start; nothing was appended."""
+        wait but the append's own and its turn after the loop's other writers of the workspace (ADR 0035).
+        None when the contribution needs more than that: the cached state is missing or other processes are
+        racing for the workspace, a thread of this process holds it, a snapshot is due, the contribution is
+        refused, or its version was taken. The caller then calls ``submit`` from a thread, which decides it
+        again from the start; nothing was appended."""
+        async with self.workspaces.turn(contribution.workspace_id):
+            return await self._submit_on_loop(contribution)
+
+    async def _submit_on_loop(self, contribution: Contribution) -> dict[str, Any] | None:
         workspace_id = contribution.workspace_id
         lock = self.workspaces.lock(workspace_id)
         if not lock.acquire(blocking=False):

@@ -8,6 +8,7 @@ of its ledger, and the amortized cost of snapshotting stays flat as the state gr
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import OrderedDict
@@ -46,12 +47,23 @@ class Workspaces:
         self._snapshotted: dict[str, int] = {}
         self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
         self._locks: dict[str, threading.Lock] = {}
+        self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
 
     def lock(self, workspace_id: str) -> threading.Lock:
         """Serializes this process's writers of one workspace (the database arbitrates across processes)."""
         with self._guard:
             return self._locks.setdefault(workspace_id, threading.Lock())
+
+    def turn(self, workspace_id: str) -> asyncio.Lock:
+        """Serializes the running event loop's writers of one workspace, before they take ``lock``: a coroutine
+        waits for its turn without blocking the loop (ADR 0035)."""
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            turn = self._turns.get(workspace_id)
+            if turn is None or turn[0] is not loop:
+                turn = self._turns[workspace_id] = (loop, asyncio.Lock())
+            return turn[1]
 
     def current(self, workspace_id: str) -> WorkspaceState:
         """The cached state (callers hold ``lock(workspace_id)`` and must not modify it)."""
