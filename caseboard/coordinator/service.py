@@ -5,6 +5,8 @@ version. The store's uniqueness on (workspace, version) decides races between pr
 up on what it missed and decides again. An unconditional writer is retried until it lands; a writer with
 ``expected_version`` gets ``version_conflict`` when the workspace moved. Refusals decided on a cache that
 turns out to be stale are decided again on fresh state, so no caller is refused on old information.
+``submit_on_loop`` commits the common case for a coroutine on an event loop, without a thread, and hands
+everything else back to ``submit`` (ADR 0035).
 """
 
 from __future__ import annotations
