@@ -17,7 +17,7 @@ from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
 from caseboard.replay.verify import verify_ledger
-from tests.e2e.test_serve_demo import free_port
+from tests.e2e.test_serve_demo import free_port, wait_until_healthy
 from tests.http_server import observation, open_body
 
 pytestmark = pytest.mark.postgres
@@ -53,14 +53,7 @@ def test_a_server_killed_under_load_loses_no_acknowledged_commit(postgres_url: s
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         try:
             deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{base}/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline and process.poll() is None, "the server did not start"
-                time.sleep(0.05)
+            wait_until_healthy(base, process, deadline)
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {operator}"}) as client:
                 for n in range(CLIENTS):
                     assert client.post("/workspaces", json=open_body(f"ws-{n}")).status_code == 201

@@ -19,6 +19,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def wait_until_healthy(base: str, process: subprocess.Popen[bytes], deadline: float) -> None:
+    """Until the server at ``base`` answers ``/health``; it must neither exit nor take past ``deadline``."""
+    while True:
+        try:
+            if httpx.get(f"{base}/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline and process.poll() is None, "the server did not start"
+        time.sleep(0.05)
+
+
 def test_serve_demo_prints_keys_and_a_curl_line_that_works(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "CASEBOARD_LOG_LEVEL": "warning"}
@@ -86,15 +98,7 @@ def test_serve_with_two_workers_on_postgres_commits_every_write_once(postgres_ur
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{base}/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline and process.poll() is None, "the server did not start"
-                time.sleep(0.05)
+            wait_until_healthy(base, process, time.monotonic() + 60)
             auth = {"Authorization": f"Bearer {operator}"}
             assert httpx.post(f"{base}/workspaces", json=open_body("ws-workers"), headers=auth).status_code == 201
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {specialist}"}) as client:
