@@ -100,8 +100,7 @@ def workspace_tenant(svc: Services, workspace_id: str) -> str | None:
             state = workspaces.current(workspace_id)
         if not state.opened:
             workspaces.forget(workspace_id)
-            return None
-        return state.scope.get("tenant_id")
+        return state.tenant_id
 
 
 def visible(svc: Services, who: Caller, workspace_id: str) -> None:

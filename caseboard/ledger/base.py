@@ -59,6 +59,13 @@ def commit_row(commit: Commit) -> tuple[str, int, str, bytes]:
     return (commit.workspace_id, commit.version, COMMIT_TOPIC, commit.stored_json)
 
 
+def _append_error(commit: Commit, error: PersistenceError) -> CaseboardError:
+    """A recorder's error of an append as the ledger's: a taken version, or the ledger unavailable."""
+    if isinstance(error, IntegrityError):
+        return VersionTaken(f"{commit.workspace_id} version {commit.version} is taken")
+    return LedgerUnavailable(f"the ledger refused the commit: {error}")
+
+
 def encode_commit(commit: Commit) -> StoredEvent:
     return StoredEvent(*commit_row(commit))
 
@@ -87,10 +94,8 @@ class EventsourcingLedger:
                 self._insert_commit(commit_row(commit), meanwhile)
                 return
             self.events.insert_events([encode_commit(commit)])
-        except IntegrityError as error:
-            raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
-        except PersistenceError as error:
-            raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
+        except PersistenceError as error:  # IntegrityError included
+            raise _append_error(commit, error) from error
         if meanwhile is not None:
             meanwhile()
 
@@ -105,10 +110,8 @@ class EventsourcingLedger:
             raise RuntimeError("this ledger appends from threads only: call append")
         try:
             await self._insert_on_loop(commit_row(commit), meanwhile)
-        except IntegrityError as error:
-            raise VersionTaken(f"{commit.workspace_id} version {commit.version} is taken") from error
-        except PersistenceError as error:
-            raise LedgerUnavailable(f"the ledger refused the commit: {error}") from error
+        except PersistenceError as error:  # IntegrityError included
+            raise _append_error(commit, error) from error
 
     def append_many(self, commits: Sequence[Commit]) -> None:
         """Several commits in one transaction: all land or none does (imports)."""
