@@ -206,6 +206,8 @@ class LedgerRecorder(PostgresApplicationRecorder):
         return notification_id
 
     def _loop_appender(self) -> LoopAppender:
+        """The running loop's appender. A recorder serves one event loop at a time: the first append from
+        another loop retires the previous loop's appender (a server stopped, another started)."""
         loop = asyncio.get_running_loop()
         appender = self._on_loop
         if appender is None or appender.loop is not loop:
