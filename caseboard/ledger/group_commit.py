@@ -40,6 +40,15 @@ class _Pending(Generic[Row]):
         self.error: BaseException | None = None
         self.meanwhile_error: BaseException | None = None
 
+    def answer(self, result: int | None) -> int | None:
+        """``result`` for the caller. A row that landed has had its caller's work run (now, if it could not
+        run while the row was on its way), and what that work raised is raised here."""
+        if result is not None:
+            self.run_meanwhile()
+            if self.meanwhile_error is not None:
+                raise self.meanwhile_error
+        return result
+
     def run_meanwhile(self) -> None:
         """The caller's own work, once; what it raises is kept for its caller alone."""
         meanwhile, self.meanwhile = self.meanwhile, None
@@ -112,8 +121,4 @@ class GroupCommit(Generic[Row]):
     def _answer(pending: _Pending[Row]) -> int | None:
         if pending.error is not None:
             raise pending.error
-        if pending.result is not None:  # landed: its caller's work has run (now, if the flush could not)
-            pending.run_meanwhile()
-            if pending.meanwhile_error is not None:
-                raise pending.meanwhile_error
-        return pending.result
+        return pending.answer(pending.result)

@@ -78,12 +78,7 @@ class LoopAppender:
             self._send()  # runs this row's meanwhile once it is sent
         else:
             waiting.run_meanwhile()  # a batch is on its way: this one's work now, its row goes next
-        result = await waiting.future
-        if result is not None:
-            waiting.run_meanwhile()  # if the send failed before it could run
-            if waiting.meanwhile_error is not None:
-                raise waiting.meanwhile_error
-        return result
+        return waiting.answer(await waiting.future)
 
     def close(self) -> None:
         """Give the connection back (no batch may be on its way: the server has stopped)."""

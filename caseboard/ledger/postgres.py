@@ -60,6 +60,13 @@ def _insert_prepared(pgconn: Any, row: _Row, meanwhile: Callable[[], None]) -> i
     libpq.raise_for(result)
 
 
+def _landed(row: _Row, notification_id: int | None) -> int:
+    """The notification id of an appended row; ``IntegrityError`` when its version was taken."""
+    if notification_id is None:
+        raise IntegrityError(f"{row[0]} version {row[1]} is taken")
+    return notification_id
+
+
 class LedgerRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "caseboard_commits") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
@@ -141,11 +148,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
         process appends at the moment: its notification id. ``meanwhile`` runs while the commit is on its
         way (``group_commit.py``)."""
         try:
-            notification_id = self.group.append(row, meanwhile)
+            notification_id = _landed(row, self.group.append(row, meanwhile))
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
-        if notification_id is None:
-            raise IntegrityError(f"{row[0]} version {row[1]} is taken")
         self._appended()
         return notification_id
 
@@ -198,12 +203,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
         """``insert_commit`` for a coroutine: the running loop's own group commit, no thread
         (``loop_append.py``)."""
         try:
-            notification_id = await self._loop_appender().append(row, meanwhile)
+            return _landed(row, await self._loop_appender().append(row, meanwhile))
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
-        if notification_id is None:
-            raise IntegrityError(f"{row[0]} version {row[1]} is taken")
-        return notification_id
 
     def _loop_appender(self) -> LoopAppender:
         """The running loop's appender. A recorder serves one event loop at a time: the first append from
