@@ -79,16 +79,34 @@ def differences(incident: str, version: int, a: dict[str, Any], b: dict[str, Any
     return out
 
 
-def compare_commits(incident: str, commits: Iterable[Commit], first: str, second: str) -> tuple[int, list[Difference]]:
+class DamagedIncident(CaseboardError):
+    """A recorded incident whose commits cannot be folded in file order: a line deleted, moved or from
+    another workspace, or no commits at all. A user's input, not a difference between reducers."""
+
+
+def compare_commits(
+    incident: str, commits: Iterable[Commit], first: str, second: str, source: str | None = None
+) -> tuple[int, list[Difference]]:
     reducer_a, reducer_b = get_reducer(first), get_reducer(second)
     state_a = state_b = None
     found: list[Difference] = []
     versions = 0
+    workspace_id: str | None = None
+    where = source or incident
     for commit in commits:
+        workspace_id = workspace_id or commit.workspace_id
+        if commit.version != versions + 1 or commit.workspace_id != workspace_id:
+            raise DamagedIncident(
+                f"{where} is damaged: its commit {versions + 1} is version {commit.version} of "
+                f"{commit.workspace_id!r} where version {versions + 1} of {workspace_id!r} belongs "
+                f"(a line deleted, moved or foreign); 'caseboard verify {where}' names the first bad version"
+            )
         state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)
         state_b = reducer_b.evolve(state_b or reducer_b.initial(commit.workspace_id), commit)
         found.extend(differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b)))
         versions += 1
+    if versions == 0:
+        raise DamagedIncident(f"{where} holds no commits: a recorded incident has one commit per line")
     return versions, found
 
 
@@ -119,7 +137,7 @@ def compare(
     for index, path in enumerate(files):
         if progress is not None:
             progress(index, len(files), path.name)
-        versions, diffs = compare_commits(path.stem, read_file(path), first, second)
+        versions, diffs = compare_commits(path.stem, read_file(path), first, second, str(path))
         total_versions += versions
         found.extend(diffs)
     if progress is not None:
@@ -129,8 +147,8 @@ def compare(
 
 def table(comparison: Comparison) -> str:
     a, b = comparison.reducers
-    summary = f"{comparison.incidents} incidents, {comparison.versions} versions: " + (
-        "the reducers agree" if comparison.agree else f"{len(comparison.differences)} differences"
+    summary = f"{plural(comparison.incidents, 'incident')}, {plural(comparison.versions, 'version')}: " + (
+        "the reducers agree" if comparison.agree else plural(len(comparison.differences), "difference")
     )
     if comparison.agree:
         return summary + "\n"
@@ -139,3 +157,7 @@ def table(comparison: Comparison) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     return "\n".join([*lines, "", summary]) + "\n"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

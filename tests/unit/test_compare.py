@@ -57,7 +57,7 @@ def test_the_table_names_incident_version_aspect_item_and_both_values(
         "requires_revalidation",
         "current",
     ]
-    assert out[-1] == "1 incidents, 9 versions: 1 differences"
+    assert out[-1] == "1 incident, 9 versions: 1 difference"
 
 
 def test_json_output_carries_every_difference(capsys: pytest.CaptureFixture[str]) -> None:
