@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from caseboard.domain.errors import ConfigurationError
 
@@ -52,6 +54,33 @@ class Settings:
             )
         if self.log_format not in ("auto", "json", "console"):
             raise ConfigurationError(f"CASEBOARD_LOG_FORMAT must be auto, json or console, not {self.log_format!r}")
+        _check_redis_url(self.redis_url)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///path`` ledger URL; None for any other URL."""
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return Path(url[len("sqlite:///") :])
+    return None
+
+
+def _check_redis_url(url: str) -> None:
+    """``redis://host:port/db``, ``rediss://...`` or ``unix:///path``: what redis-py's ``from_url`` accepts."""
+    expected = "expected redis://host:6379/0, rediss://... or unix:///path/to/redis.sock"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
+    except ValueError as error:
+        raise ConfigurationError(f"CASEBOARD_REDIS_URL {url!r} is not a valid URL ({error}); {expected}") from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ConfigurationError(f"CASEBOARD_REDIS_URL {url!r} is not a Redis URL: {expected}")
+    if parts.scheme == "unix" and not parts.path:
+        raise ConfigurationError(f"CASEBOARD_REDIS_URL {url!r} names no socket path: {expected}")
+    database = parts.path.lstrip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise ConfigurationError(
+            f"CASEBOARD_REDIS_URL {url!r}: the database after the host is a number (/0), not {database!r}"
+        )
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -14,12 +14,13 @@ from fastapi.responses import JSONResponse, Response
 
 from caseboard.api.auth import CallerDep, ServicesDep, visible
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
-from caseboard.api.models import LedgerPage, Projection, Timeline, Whoami
+from caseboard.api.models import LedgerPage, Projection, Refusal, Timeline, Whoami
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
+from caseboard.replay.audit import ChainBroken, guard_for
 
 router = APIRouter(tags=["reading"])
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
@@ -29,11 +30,17 @@ Version = Annotated[int | None, Query(ge=1, description="a past version (default
 def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | None) -> dict[str, Any]:
     """The head from the cached state (caught up first); other versions or reducers folded from the ledger."""
     workspaces = svc.app.workspaces
+    guard = guard_for(svc.app.ledger)  # a commit that does not match its hash is never served (ADR 0050)
     if version is None and reducer in (None, workspaces.reducer.name):
         with workspaces.lock(workspace_id):
             workspaces.catch_up(workspace_id)
-            return workspaces.reducer.render(workspaces.current(workspace_id))
-    return workspaces.show(workspace_id, version, reducer)
+            state = workspaces.current(workspace_id)
+            document = workspaces.reducer.render(state)
+        guard.check_head(workspace_id, state, document["workspace_version"])
+        return document
+    document = workspaces.show(workspace_id, version, reducer)
+    guard.check_version(workspace_id, document["workspace_version"])
+    return document
 
 
 @router.get("/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant")
@@ -56,6 +63,7 @@ def whoami(who: CallerDep) -> Whoami:
             "content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/Projection"}}},
             "description": "the projection (JSON, or YAML by Accept or ?format=yaml)",
         },
+        409: {"model": Refusal, "description": "a commit under it does not match its hash (`tampered`, ADR 0050)"},
         **ERROR_RESPONSES,
     },
 )
@@ -71,7 +79,10 @@ def projection(
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     visible(svc, who, workspace_id)
-    document = _show(svc, workspace_id, version, reducer)
+    try:
+        document = _show(svc, workspace_id, version, reducer)
+    except ChainBroken as error:
+        return JSONResponse(error.to_body(), status_code=409)
     wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
     if wants_yaml:
         text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
@@ -115,7 +126,10 @@ def ledger(
 )
 def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None) -> JSONResponse:
     visible(svc, who, workspace_id)
-    document = _show(svc, workspace_id, version, None)
+    try:
+        document = _show(svc, workspace_id, version, None)
+    except ChainBroken as error:
+        return JSONResponse(error.to_body(), status_code=409)
     observations = sorted(
         document["observations"],
         key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),

@@ -18,6 +18,7 @@ from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
 from caseboard.reducers import REDUCERS
+from caseboard.replay.audit import check_ledger
 
 logger = structlog.get_logger("caseboard.cli")
 
@@ -38,17 +39,17 @@ def register(commands: Any) -> None:
     show.add_argument("--at-version", type=int, metavar="N")
     show.add_argument("--reducer", choices=sorted(REDUCERS), metavar="V", help=f"one of {', '.join(REDUCERS)}")
     show.add_argument("--format", choices=["json", "yaml"], default="json")
-    show.set_defaults(handler=cmd_show)
+    show.set_defaults(handler=cmd_show, reads=True)
 
     log = commands.add_parser("log", help="the ledger, one JSON object per commit")
     log.add_argument("workspace")
     log.add_argument("--after", type=int, default=0, metavar="N", help="only commits after version N")
-    log.set_defaults(handler=cmd_log)
+    log.set_defaults(handler=cmd_log, reads=True)
 
     timeline = commands.add_parser("timeline", help="observations in source event-time order")
     timeline.add_argument("workspace")
     timeline.add_argument("--at-version", type=int, metavar="N")
-    timeline.set_defaults(handler=cmd_timeline)
+    timeline.set_defaults(handler=cmd_timeline, reads=True)
 
 
 @contextmanager
@@ -137,8 +138,16 @@ def _with_workspace(line: str, workspace_id: str) -> str | dict[str, Any]:
     return data if isinstance(data, dict) else line
 
 
+def checked_show(app: App, workspace_id: str, version: int | None = None, reducer: str | None = None) -> dict[str, Any]:
+    """The projection, once the chain under it is checked: an altered commit is never shown as sound
+    (``ChainBroken``, docs/adr/0050; ``caseboard log`` prints what the ledger holds)."""
+    projection = app.workspaces.show(workspace_id, version, reducer)
+    check_ledger(app.ledger, workspace_id, projection["workspace_version"], "nothing was shown")
+    return projection
+
+
 def cmd_show(app: App, args: argparse.Namespace) -> int:
-    emit_document(app.workspaces.show(args.workspace, args.at_version, args.reducer), args.format)
+    emit_document(checked_show(app, args.workspace, args.at_version, args.reducer), args.format)
     return 0
 
 
@@ -153,7 +162,7 @@ def cmd_log(app: App, args: argparse.Namespace) -> int:
 
 
 def cmd_timeline(app: App, args: argparse.Namespace) -> int:
-    projection = app.workspaces.show(args.workspace, args.at_version)
+    projection = checked_show(app, args.workspace, args.at_version)
     observations = sorted(
         projection["observations"],
         key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
+from urllib.parse import unquote, urlsplit
 
 from caseboard.app import App, build_app
 from caseboard.cli import demo, dispatch_cmds, keys_cmds, ledger_cmds, replay_cmds, serve_cmds
-from caseboard.domain.errors import CaseboardError
+from caseboard.cli.reading import ledger_exists, raise_no_ledger
+from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.logs import configure_logging
+from caseboard.replay.audit import ChainBroken
 from caseboard.settings import Settings
 
 Handler = Callable[[App, argparse.Namespace], int]
@@ -41,19 +46,51 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
         handler: Handler = args.handler
         if getattr(args, "no_app", False):
             return handler(None, args)  # type: ignore[arg-type]
+        url = args.database_url or settings.database_url
+        if getattr(args, "reads", False) and not ledger_exists(url):
+            raise_no_ledger(args.workspace, url)
         app = build_app(settings, database_url=args.database_url)
         try:
             return handler(app, args)
         finally:
             app.close()
+    except ChainBroken as error:  # not a user's mistake: what verify reports with exit status 1
+        sys.stderr.write(f"caseboard: {' '.join(str(error).split())}\n")
+        return 1
     except CaseboardError as error:
-        sys.stderr.write(f"caseboard: {' '.join(str(error).split())}\n")  # one line, even a driver's message
+        message = explain(error, args.database_url or os.environ.get("CASEBOARD_DATABASE_URL", ""))
+        sys.stderr.write(f"caseboard: {' '.join(message.split())}\n")  # one line, even a driver's message
         return 2
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
         sys.stderr.write("caseboard: interrupted\n")
         return 130
+
+
+MISSING_DATABASE = re.compile(r'database "([^"]+)" does not exist')
+
+
+def explain(error: CaseboardError, url: str) -> str:
+    """The message of an error, with what to do where a driver's words alone would mislead."""
+    text = str(error)
+    missing = MISSING_DATABASE.search(text)
+    if isinstance(error, LedgerUnavailable) and missing:
+        return missing_database(missing.group(1), url)
+    return text
+
+
+def missing_database(name: str, url: str) -> str:
+    parts = urlsplit(url if url.startswith(("postgres", "postgresql")) else "postgresql://")
+    host, user = parts.hostname or "127.0.0.1", unquote(parts.username or "postgres")
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        port = 5432
+    return (
+        f"the PostgreSQL database {name!r} does not exist on {host}:{port}; create it with "
+        f"'createdb -h {host} -p {port} -U {user} {name}', or name another one in CASEBOARD_DATABASE_URL"
+    )
 
 
 def run() -> None:

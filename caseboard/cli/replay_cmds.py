@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from caseboard.app import App, build_app
 from caseboard.cli.output import emit_document, emit_line
+from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Sha256
 from caseboard.reducers import REDUCERS
@@ -37,7 +38,7 @@ def register(commands: Any) -> None:
     exp = commands.add_parser("export", help="a workspace's ledger as a recorded incident (JSONL, hash chained)")
     exp.add_argument("workspace")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
-    exp.set_defaults(handler=cmd_export)
+    exp.set_defaults(handler=cmd_export, reads=True)
 
     imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
     imp.add_argument("file")
@@ -63,6 +64,12 @@ def register(commands: Any) -> None:
     rep.add_argument("--to", type=int, metavar="N", help="the version to rebuild (default: the last)")
     rep.add_argument("--reducer", choices=sorted(REDUCERS), metavar="V", help=REDUCER_HELP)
     rep.add_argument("--format", choices=["json", "yaml"], default="json")
+    rep.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="fold without checking the hash chain (a warning says so); by default a broken chain is refused",
+    )
     rep.set_defaults(handler=cmd_replay, no_app=True)
 
     cmp = commands.add_parser("compare", help="where two reducers disagree over recorded incidents (exit 1 if any)")
@@ -128,6 +135,7 @@ def cmd_verify(_: None, args: argparse.Namespace) -> int:
         report = verify_file(path, args.anchor)
     else:
         with _workspace_app(args) as app:
+            _workspace_or_missing_file(app, args.target)
             report = verify_ledger(app.ledger, args.target, args.anchor)
     if args.format == "json":
         emit_line(report.to_dict())
@@ -141,12 +149,39 @@ def cmd_replay(_: None, args: argparse.Namespace) -> int:
     if path.exists():
         if not path.is_file():
             raise CaseboardError(f"{path} is a directory; replay takes one recorded incident file")
-        projection = replay_file(path, args.to, args.reducer)
+        if not args.verify:
+            _unverified(str(path))
+        projection = replay_file(path, args.to, args.reducer, verify=args.verify)
     else:
         with _workspace_app(args) as app:
-            projection = replay_ledger(app.ledger, args.target, args.to, args.reducer)
+            _workspace_or_missing_file(app, args.target)
+            if not args.verify:
+                _unverified(f"ledger {args.target}")
+            projection = replay_ledger(app.ledger, args.target, args.to, args.reducer, verify=args.verify)
     emit_document(projection, args.format)
     return 0
+
+
+def _unverified(source: str) -> None:
+    sys.stderr.write(
+        f"caseboard: warning: --no-verify: the hash chain of {source} is not checked; "
+        "what follows may hold altered commits ('caseboard verify' checks it)\n"
+    )
+
+
+PATH_SUFFIXES = (".jsonl", ".json", ".ndjson", ".txt", ".gz", ".log")
+
+
+def looks_like_path(target: str) -> bool:
+    """A name a user means as a file: with a folder, relative to one, or with a file's suffix."""
+    return "/" in target or target.startswith(("./", "../", "~")) or target.lower().endswith(PATH_SUFFIXES)
+
+
+def _workspace_or_missing_file(app: App, target: str) -> None:
+    """A target that is no file must be a workspace; one that looks like a path is reported as a missing
+    file, not as an unknown workspace."""
+    if looks_like_path(target) and app.ledger.head(target) == 0:
+        raise CaseboardError(f"cannot read {target}: no such file (and no workspace of that name in the ledger)")
 
 
 def cmd_compare(_: None, args: argparse.Namespace) -> int:
@@ -163,8 +198,15 @@ def cmd_compare(_: None, args: argparse.Namespace) -> int:
 
 @contextmanager
 def _workspace_app(args: argparse.Namespace) -> Iterator[App]:
-    """The configured ledger, opened only when a workspace (not a file) is named."""
-    app = build_app(Settings.from_env(), database_url=args.database_url)
+    """The configured ledger, opened only when a workspace (not a file) is named; a SQLite ledger that does
+    not exist is not created by a read."""
+    settings = Settings.from_env()
+    url = args.database_url or settings.database_url
+    if not ledger_exists(url):
+        if looks_like_path(args.target):
+            raise CaseboardError(f"cannot read {args.target}: no such file")
+        raise_no_ledger(args.target, url)
+    app = build_app(settings, database_url=args.database_url)
     try:
         yield app
     finally:

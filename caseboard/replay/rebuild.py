@@ -17,7 +17,8 @@ from caseboard.domain.errors import CaseboardError, UnknownWorkspace, VersionOut
 from caseboard.ledger.base import EventsourcingLedger
 from caseboard.reducers import Reducer, get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
-from caseboard.replay.records import read_file, read_ledger
+from caseboard.replay.audit import checked_file_records, checked_ledger_records
+from caseboard.replay.records import RawRecord, decode_batch, read_file, read_ledger
 
 
 class BrokenRecord(CaseboardError):
@@ -60,15 +61,35 @@ def states(commits: Iterable[Commit], reducer: Reducer[WorkspaceState]) -> Itera
         yield reducer.evolve(state, commit)
 
 
-def replay_file(path: Path, upto: int | None = None, reducer: str | None = None) -> dict[str, Any]:
+def replay_file(
+    path: Path, upto: int | None = None, reducer: str | None = None, *, verify: bool = True
+) -> dict[str, Any]:
+    """The projection at ``upto`` from a recorded incident file. ``verify``: each record's chain is checked
+    before it is folded, and a broken chain raises ``ChainBroken`` (docs/adr/0050)."""
     chosen = get_reducer(reducer)
-    return chosen.render(fold(read_file(path), chosen, upto, str(path)))
+    commits = _decoded(checked_file_records(path, upto)) if verify else read_file(path)
+    return chosen.render(fold(commits, chosen, upto, str(path)))
 
 
 def replay_ledger(
-    ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None, reducer: str | None = None
+    ledger: EventsourcingLedger,
+    workspace_id: str,
+    upto: int | None = None,
+    reducer: str | None = None,
+    *,
+    verify: bool = True,
 ) -> dict[str, Any]:
     chosen = get_reducer(reducer)
     if ledger.head(workspace_id) == 0:
         raise UnknownWorkspace(workspace_id)
-    return chosen.render(fold(read_ledger(ledger, workspace_id, upto), chosen, upto, f"ledger {workspace_id}"))
+    commits = (
+        _decoded(checked_ledger_records(ledger, workspace_id, upto))
+        if verify
+        else read_ledger(ledger, workspace_id, upto)
+    )
+    return chosen.render(fold(commits, chosen, upto, f"ledger {workspace_id}"))
+
+
+def _decoded(records: Iterable[RawRecord]) -> Iterator[Commit]:
+    for record in records:
+        yield from decode_batch([record])

@@ -86,13 +86,12 @@ def file_records(path: Path) -> Iterator[RawRecord]:
 
 
 def ledger_records(
-    ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None, batch: int = BATCH
+    ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None, batch: int = BATCH, *, after: int = 0
 ) -> Iterator[list[RawRecord]]:
-    """The stored rows of a workspace in version order, a batch at a time, undecoded."""
+    """The stored rows of a workspace after version ``after`` in version order, a batch at a time, undecoded."""
     if isinstance(ledger.events, LedgerRecorder):
-        yield from _postgres_rows(ledger.events, workspace_id, upto, batch)
+        yield from _postgres_rows(ledger.events, workspace_id, upto, batch, after)
         return
-    after = 0
     while True:
         rows = ledger.events.select_events(workspace_id, gt=after, lte=upto, limit=batch)
         out = []
@@ -108,14 +107,14 @@ def ledger_records(
 
 
 def _postgres_rows(
-    recorder: LedgerRecorder, workspace_id: str, upto: int | None, batch: int
+    recorder: LedgerRecorder, workspace_id: str, upto: int | None, batch: int, after: int = 0
 ) -> Iterator[list[RawRecord]]:
     """Rows selected directly (version and bytes only), skipping the generic recorder's per-row objects."""
     query = SQL(
         "SELECT originator_version, topic, state FROM {schema}.{table} WHERE originator_id = %s "
         "AND originator_version > %s AND originator_version <= %s ORDER BY originator_version LIMIT %s"
     ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
-    after, last = 0, upto if upto is not None else 2**62
+    last = upto if upto is not None else 2**62
     while True:
         try:
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:

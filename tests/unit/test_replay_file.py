@@ -99,7 +99,9 @@ def test_replay_of_a_file_with_a_gap_names_the_problem(tmp_path: Path, capsys: p
     lines = INCIDENT.read_text().splitlines()
     gapped = tmp_path / "gap.jsonl"
     gapped.write_text("\n".join(lines[:4] + lines[5:]) + "\n")
-    assert main(["replay", str(gapped), "--to", "10"]) == 2
+    assert main(["replay", str(gapped), "--to", "10"]) == 1  # a broken chain, as verify reports it
+    assert "not intact at version 5 (missing)" in capsys.readouterr().err
+    assert main(["replay", str(gapped), "--to", "10", "--no-verify"]) == 2
     assert "version 6 of 'incident-042' cannot follow version 4" in capsys.readouterr().err
 
 

@@ -1,0 +1,142 @@
+"""Checked reads: replay and projection reads fold only commits whose chain holds (docs/adr/0050).
+
+``verify`` (caseboard.replay.verify) is the auditor's explicit check; this module applies the same check to
+the commits a read folds, so that an altered record is never shown as if it were sound:
+
+- ``checked_file_records`` / ``checked_ledger_records``: the records of a replay, each fed to a
+  ``ChainChecker`` before it is folded; the first bad one stops the replay with ``ChainBroken``, which names
+  the version and the kind exactly as ``verify`` reports them.
+- ``ReadGuard``: the projection reads (``caseboard show``, ``GET /workspaces/{id}``). A read at a past
+  version or with another reducer is folded from the stored rows, so every row up to that version is checked
+  at each such read. The head served from a process's cache is checked incrementally: the guard remembers,
+  per workspace and cached state, the last version whose chain it checked and its hash, and checks only the
+  rows after it (a state loaded again, after an eviction, is checked again from version 1).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from caseboard.domain.errors import CaseboardError
+from caseboard.ledger.base import EventsourcingLedger
+from caseboard.replay.records import RawRecord, file_records, ledger_records
+from caseboard.replay.verify import ChainChecker, ChainReport, verify_records
+
+REASON = "tampered"
+"""The reason token of a read refused because a commit does not match its hash (HTTP and ``--format json``)."""
+
+
+class ChainBroken(CaseboardError):
+    """A commit a read would fold fails the chain check: altered, missing, out of order, unsealed, foreign.
+
+    Not a user's mistake: the command line exits 1 (as ``verify`` does for a broken chain), HTTP answers 409
+    with reason ``tampered``."""
+
+    def __init__(self, report: ChainReport, action: str) -> None:
+        problem = report.problem
+        assert problem is not None
+        super().__init__(
+            f"{report.source} is not intact at version {problem.version} ({problem.kind}): {problem.detail}; "
+            f"{action}. 'caseboard verify' reports the chain"
+        )
+        self.report = report
+        self.version = problem.version
+        self.kind = problem.kind
+
+    def to_body(self) -> dict[str, Any]:
+        """The refusal's body, in the one shape every error has (``ok``, ``reason``, ``message``)."""
+        return {
+            "ok": False,
+            "reason": REASON,
+            "message": str(self),
+            "first_bad_version": self.version,
+            "kind": self.kind,
+        }
+
+
+def checked_file_records(path: Path, upto: int | None = None) -> Iterator[RawRecord]:
+    """A file's records in line order, each checked before it is yielded. With ``upto``, the record after it
+    is checked too: its ``previous_hash`` tells whether version ``upto`` was re-sealed after an edit."""
+    records = list(file_records(path))
+    checker = ChainChecker(str(path))
+    for record in records:
+        if not checker.feed(record):
+            if upto is not None and checker.problem is not None and checker.problem.version > upto:
+                return  # only what lies beyond the version asked for is damaged
+            # The exact kind (a missing version or a misplaced one) needs the whole file, as verify reads it.
+            raise ChainBroken(verify_records(records, str(path)), "nothing was replayed (--no-verify folds it anyway)")
+        if upto is not None and checker.expected - 1 > upto:
+            return
+        yield record
+
+
+def checked_ledger_records(
+    ledger: EventsourcingLedger,
+    workspace_id: str,
+    upto: int | None = None,
+    action: str = "nothing was replayed (--no-verify folds it anyway)",
+) -> Iterator[RawRecord]:
+    """A workspace's stored rows in version order, each checked before it is yielded (and the row after
+    ``upto``, as for a file)."""
+    checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
+    for batch in ledger_records(ledger, workspace_id, None if upto is None else upto + 1):
+        for record in batch:
+            if not checker.feed(record):
+                if upto is not None and checker.problem is not None and checker.problem.version > upto:
+                    return
+                raise ChainBroken(checker.report(), action)
+            if upto is not None and record.position > upto:
+                return
+            yield record
+
+
+def check_ledger(ledger: EventsourcingLedger, workspace_id: str, upto: int, action: str) -> None:
+    for _ in checked_ledger_records(ledger, workspace_id, upto, action):
+        pass
+
+
+class ReadGuard:
+    """Checks the chain under what a projection read serves (see the module docstring). One per process and
+    ledger; safe to share between threads."""
+
+    def __init__(self, ledger: EventsourcingLedger) -> None:
+        self.ledger = ledger
+        self._checked: dict[str, tuple[int, int, str | None]] = {}  # workspace -> (id(state), version, hash)
+        self._lock = threading.Lock()
+
+    def check_version(self, workspace_id: str, version: int) -> None:
+        """A read folded from the stored rows up to ``version``: every row up to it (and the next one)."""
+        check_ledger(self.ledger, workspace_id, version, "nothing was shown")
+
+    def check_head(self, workspace_id: str, state: object, version: int) -> None:
+        """The head served from ``state``, a process's cached state at ``version``."""
+        with self._lock:
+            known = self._checked.get(workspace_id)
+        start, previous = (known[1], known[2]) if known is not None and known[0] == id(state) else (0, None)
+        if start >= version:
+            return
+        checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
+        checker.expected, checker.previous_hash = start + 1, previous
+        for batch in ledger_records(self.ledger, workspace_id, version, after=start):
+            for record in batch:
+                if not checker.feed(record):
+                    raise ChainBroken(checker.report(), "nothing was shown")
+        with self._lock:
+            self._checked[workspace_id] = (id(state), checker.expected - 1, checker.previous_hash)
+
+
+_GUARDS: weakref.WeakKeyDictionary[EventsourcingLedger, ReadGuard] = weakref.WeakKeyDictionary()
+_GUARDS_LOCK = threading.Lock()
+
+
+def guard_for(ledger: EventsourcingLedger) -> ReadGuard:
+    """The read guard of a ledger, made at its first read and gone with the ledger."""
+    with _GUARDS_LOCK:
+        guard = _GUARDS.get(ledger)
+        if guard is None:
+            guard = _GUARDS[ledger] = ReadGuard(ledger)
+        return guard
