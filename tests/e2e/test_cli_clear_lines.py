@@ -1,0 +1,87 @@
+"""A user's mistake is one clear line naming what is wrong, exit status 2, never a traceback; a read creates
+no ledger."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import POSTGRES_URL, caseboard
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    return done.stderr
+
+
+def with_env(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "caseboard", *args],
+        env={**base, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", [["dispatch", "--once"], ["worker"], ["outbox", "status"]])
+@pytest.mark.parametrize("url", ["notaurl", "http://127.0.0.1:6379/0", "redis://127.0.0.1:port/0", "redis://h/x"])
+def test_a_bad_redis_url_is_one_line_naming_the_setting(command: list[str], url: str, tmp_path: Path) -> None:
+    done = with_env(
+        *command,
+        cwd=tmp_path,
+        CASEBOARD_REDIS_URL=url,
+        CASEBOARD_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/test",
+    )
+    assert "CASEBOARD_REDIS_URL" in one_line(done)
+    assert url in done.stderr
+
+
+def test_replay_of_a_path_that_is_neither_a_file_nor_a_workspace_says_the_file_is_missing(tmp_path: Path) -> None:
+    done = caseboard("replay", "nosuchfile.jsonl", url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
+    assert "cannot read nosuchfile.jsonl: no such file" in one_line(done)
+    done = caseboard("verify", "exports/incident-042.jsonl", url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
+    assert "no such file" in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", "incident-042"],
+        ["show", "incident-042", "--at-version", "20", "--format", "yaml"],
+        ["log", "incident-042"],
+        ["timeline", "incident-042"],
+        ["export", "incident-042"],
+        ["replay", "incident-042"],
+        ["verify", "incident-042"],
+        ["replay", "nosuchfile.jsonl"],
+    ],
+)
+def test_a_failed_read_never_creates_an_empty_ledger_file(command: list[str], tmp_path: Path) -> None:
+    done = with_env(*command, cwd=tmp_path)  # the default ledger, .caseboard/ledger.db, does not exist
+    one_line(done)
+    assert not (tmp_path / ".caseboard").exists()
+    elsewhere = tmp_path / "ledger.db"
+    done = caseboard(*command, url=f"sqlite:///{elsewhere}", cwd=tmp_path)
+    one_line(done)
+    assert not elsewhere.exists()
+
+
+def test_a_postgres_database_that_does_not_exist_is_named_with_how_to_create_it(
+    postgres_available: str, tmp_path: Path
+) -> None:
+    base = POSTGRES_URL.rsplit("/", 1)[0]
+    done = caseboard("show", "incident-042", url=f"{base}/no_such_database_cb", cwd=tmp_path)
+    line = one_line(done)
+    assert "'no_such_database_cb' does not exist" in line
+    assert "createdb" in line
+    assert "cannot reach" not in line
