@@ -16,6 +16,7 @@ from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError, ConfigurationError
 from caseboard.workers.host import DEFAULT_KINDS
 from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker, waiter
+from caseboard.workers.plugins import load_participants
 
 
 def register(commands: Any) -> None:
@@ -31,9 +32,19 @@ def register(commands: Any) -> None:
     dispatch.add_argument("--once", action="store_true", help="drain the outbox once and exit")
     dispatch.set_defaults(handler=cmd_dispatch)
 
-    worker = commands.add_parser("worker", help="run the consumers: scripted participants and the controller")
+    worker = commands.add_parser(
+        "worker", help="run the consumers, the controller and the lease sweeper (participants only with --participant)"
+    )
     worker.add_argument("--threads", type=int, default=2)
-    worker.add_argument("--passive", action="store_true", help="only record what is delivered (no participants)")
+    worker.add_argument("--passive", action="store_true", help="only record what is delivered (no controller)")
+    worker.add_argument(
+        "--participant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also run the participants of this caseboard.participants entry point (e.g. scripted, the demo's "
+        "canned cast: never against a real investigation); repeatable",
+    )
     worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
     worker.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
     worker.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
@@ -91,10 +102,20 @@ def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
 def cmd_worker(app: App, args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if args.passive and args.participant:
+        raise ConfigurationError("--passive records deliveries only; it runs no --participant")
+    load_participants(args.participant, kinds)  # an unknown name fails before any connection
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
-    kinds = tuple(k for k in args.kinds.split(",") if k)
-    host = build_host(app, store, passive=args.passive, kinds=kinds, turn_timeout_s=args.turn_timeout)
+    host = build_host(
+        app,
+        store,
+        passive=args.passive,
+        kinds=kinds,
+        turn_timeout_s=args.turn_timeout,
+        participants=tuple(args.participant),
+    )
     worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
     stop = _stop_on_signals()
     try:

@@ -46,7 +46,7 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
         raise CaseboardError(f"{workspace_id} already exists in this ledger; the live demo needs a fresh one")
     store = DispatchStore(app.database_url)
     broker = broker_for(app, in_process=True)
-    host = build_host(app, store, turn_timeout_s=5.0)
+    host = build_host(app, store, turn_timeout_s=5.0, participants=("scripted",))  # the demo's cast
     worker = start_worker(broker, host, threads=2)
     dispatcher = build_dispatcher(app, store, broker, DispatchConfig(poll_s=0.02, redrive_after_s=30.0))
     stop = threading.Event()

@@ -20,7 +20,7 @@ from caseboard.dispatcher.store import DispatchStore
 from caseboard.dispatcher.wakeup import CommitListener
 from caseboard.workers.controller import Controller
 from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
-from caseboard.workers.scripted import scripted_participants
+from caseboard.workers.plugins import load_participants
 
 PREFETCH = 100
 WORKER_TIMEOUT_MS = 10
@@ -46,11 +46,16 @@ def build_host(
     passive: bool = False,
     kinds: tuple[str, ...] = DEFAULT_KINDS,
     turn_timeout_s: float = 60.0,
+    participants: tuple[str, ...] = (),
 ) -> ConsumerHost:
+    """The consumers, the controller and the lease sweeper; ``participants`` names the entry points
+    (``caseboard.participants``) whose participants also run here. None by default: a plain worker never
+    contributes evidence (caseboard.workers.plugins)."""
     if passive:
         return ConsumerHost(store, None, {}, kinds=kinds)
+    cast = load_participants(participants, kinds)
     controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
-    return ConsumerHost(store, app.coordinator(), scripted_participants(kinds), controller, kinds=kinds)
+    return ConsumerHost(store, app.coordinator(), cast, controller, kinds=kinds)
 
 
 def start_worker(

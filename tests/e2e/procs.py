@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,30 +20,6 @@ from tests.conftest import REDIS_URL, service_missing
 T = TypeVar("T")
 
 
-REDIS_START = [
-    "redis-server",
-    "--daemonize",
-    "yes",
-    "--bind",
-    "127.0.0.1",
-    "--port",
-    "6379",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-]
-
-
-def _pings() -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping())
-    except redis.ConnectionError:
-        return False
-
-
 def poll(what: str, check: Callable[[], T | None], timeout: float = 60.0, every: float = 0.1) -> T:
     deadline = time.monotonic() + timeout
     while True:
@@ -59,8 +34,9 @@ def poll(what: str, check: Callable[[], T | None], timeout: float = 60.0, every:
 class Cluster:
     """Processes sharing one PostgreSQL schema and one Redis namespace."""
 
-    def __init__(self, database_url: str, tmp_path: Path) -> None:
+    def __init__(self, database_url: str, tmp_path: Path, redis_url: str = REDIS_URL) -> None:
         self.database_url = database_url
+        self.redis_url = redis_url
         self.namespace = f"cbtest-{uuid.uuid4().hex[:10]}"
         self.tmp_path = tmp_path
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -70,7 +46,7 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
         env.update(
             CASEBOARD_DATABASE_URL=self.database_url,
-            CASEBOARD_REDIS_URL=REDIS_URL,
+            CASEBOARD_REDIS_URL=self.redis_url,
             CASEBOARD_REDIS_NAMESPACE=self.namespace,
             CASEBOARD_LOG_FORMAT="json",
             CASEBOARD_LOG_LEVEL="info",
@@ -125,24 +101,12 @@ class Cluster:
     def flush_redis(self) -> int:
         import redis
 
-        client = redis.Redis.from_url(REDIS_URL)
+        client = redis.Redis.from_url(self.redis_url)
         keys = list(client.scan_iter(match=f"{self.namespace}*"))
         if keys:
             client.delete(*keys)
         client.close()
         return len(keys)
-
-    def restart_redis(self) -> None:
-        """Stop the Redis server and start it again with the command .ci/run uses: it keeps nothing on disk,
-        so every message held by the broker is gone."""
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-        with contextlib.suppress(redis.ConnectionError):  # the connection drops as the server stops
-            client.shutdown(nosave=True)
-        poll("Redis stopped", lambda: not _pings(), timeout=20)
-        subprocess.run(REDIS_START, check=True, capture_output=True, timeout=30)
-        poll("Redis started again", _pings, timeout=30)
 
     def close(self) -> None:
         for proc in self.procs:

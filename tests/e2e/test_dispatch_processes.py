@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from caseboard.ledger import open_ledger
 from caseboard.reducers import get_reducer
 from tests.conftest import play, scenario_lines
 from tests.e2e.procs import Cluster, poll
+from tests.private_services import PrivateRedis, private_redis
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -143,6 +146,8 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     queue = "caseboard.specialist.log_query"
     victim = cluster.spawn(
         "worker",
+        "--participant",
+        "scripted",
         "--kinds",
         "log_query",
         CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
@@ -153,7 +158,7 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     cluster.kill(victim)
     items_before = [item.type for commit in ledger.read("ws-kill") for item in commit.items]
     assert items_before.count("work_result") == 1  # the effect happened; the message was never acked
-    cluster.spawn("worker", "--kinds", "log_query", CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000")
+    cluster.spawn("worker", "--participant", "scripted", "--kinds", "log_query", CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000")
 
     def redelivered() -> list[tuple[str, str, int]]:
         return [row for row in processed(cluster.database_url) if row[0] == queue]
@@ -167,8 +172,22 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     ledger.close()
 
 
+@pytest.fixture
+def private_cluster(postgres_url: str, tmp_path: Path) -> Iterator[tuple[Cluster, PrivateRedis]]:
+    """Processes on a Redis server of the test's own, which the test may restart: never the machine's."""
+    with private_redis() as server:
+        cluster = Cluster(postgres_url, tmp_path, server.url)
+        try:
+            yield cluster, server
+        finally:
+            cluster.close()
+
+
 @pytest.mark.parametrize("loss", ["keys deleted", "server restarted"])
-def test_messages_redis_lost_while_work_was_pending_are_re_driven_from_postgres(cluster: Cluster, loss: str) -> None:
+def test_messages_redis_lost_while_work_was_pending_are_re_driven_from_postgres(
+    private_cluster: tuple[Cluster, PrivateRedis], loss: str
+) -> None:
+    cluster, server = private_cluster
     promised = play_incident_042(cluster.database_url)
     every, _ = split(promised)
     cluster.spawn("dispatch", "--redrive-after", "2", "--poll", "0.2")
@@ -180,7 +199,7 @@ def test_messages_redis_lost_while_work_was_pending_are_re_driven_from_postgres(
     if loss == "keys deleted":
         assert cluster.flush_redis() > 0  # every pending message is gone from the broker
     else:
-        cluster.restart_redis()  # no persistence: every pending message is gone; the dispatcher keeps running
+        server.restart()  # no persistence: every pending message is gone; the dispatcher keeps running
     cluster.spawn("worker", "--passive")
     done = poll(
         "every notification processed after the re-drive",
@@ -209,7 +228,7 @@ def test_the_controller_runs_scripted_workers_within_the_budget_across_processes
         }
     )
     assert Coordinator(ledger).submit(parse_contribution(line))["ok"]
-    cluster.spawn("worker", "--tick", "0.5", "--turn-timeout", "10")
+    cluster.spawn("worker", "--participant", "scripted", "--tick", "0.5", "--turn-timeout", "10")
     cluster.spawn("dispatch")
 
     def ended() -> dict[str, Any] | None:
