@@ -19,8 +19,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.injection import suspicious_text
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState, apply_item
-from caseboard.reducers.workspace_rules_v1.render import proposal_status
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 LATE_ARRIVAL_TYPES = frozenset({"observation", "work_result"})
 WHILE_CLOSED = LATE_ARRIVAL_TYPES | {"reopen"}
@@ -42,12 +41,17 @@ class Behind(Exception):
         self.current = current
 
 
-def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> Commit | Replayed:
+def decide(
+    state: WorkspaceState, contribution: Contribution, at: datetime, reducer: Reducer[WorkspaceState] | None = None
+) -> Commit | Replayed:
+    """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses."""
+    reducer = reducer or get_reducer()
     _check_workspace(state, contribution)
     digest = None
     if contribution.idempotency_key is not None:
         digest = contribution.content_digest()
-        previous = state.idempotency.get(contribution.idempotency_key)
+        slot = reducer.idempotency_slot(contribution.author.principal, contribution.idempotency_key)
+        previous = state.idempotency.get(slot)
         if previous is not None:
             if previous.digest != digest:
                 raise Refused(
@@ -89,13 +93,13 @@ def decide(state: WorkspaceState, contribution: Contribution, at: datetime) -> C
     decisions: list[dict[str, Any]] = []
     last = len(contribution.items) - 1
     for index, item in enumerate(contribution.items):
-        decision = check_item(draft, contribution, item, f"items[{index}]", at)
+        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer)
         if index < last or item.type == "proposal":  # what no later check reads need not be applied
             if draft_commit is None:
                 draft, draft_commit = state.fork(), Commit(items=(), decisions=(), **envelope)
-            apply_item(draft, draft_commit, item, decision)
+            reducer.apply_item(draft, draft_commit, item, decision)
         if item.type == "proposal":
-            decision["recorded_status"] = proposal_status(draft, draft.proposals[item.id], at)
+            decision["recorded_status"] = reducer.proposal_status(draft, draft.proposals[item.id], at)
         suspicious = suspicious_text(item)
         if suspicious:
             decision["suspicious"] = suspicious

@@ -7,16 +7,15 @@ generation and lease, an escalation), which is recorded in the commit next to th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NoReturn, assert_never
 
+from caseboard.coordinator.attention import Room
 from caseboard.domain import items as it
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.items import Role
-from caseboard.reducers.workspace_rules_v1.evolve import lease_expiry
-from caseboard.reducers.workspace_rules_v1.render import proposal_status
-from caseboard.reducers.workspace_rules_v1.state import WorkRec, WorkspaceState
+from caseboard.reducers import Reducer, WorkRec, WorkspaceState
 
 Decision = dict[str, Any]
 
@@ -44,13 +43,22 @@ ROLES: dict[str, frozenset[Role]] = {
 }
 CONTROLLER_STATUSES = frozenset({"evidence_incomplete", "budget_exhausted", "human_review_required"})
 ESCALATION = "human_review_required"
+DONE = ("completed", "failed", "incomplete")
+"""A request with a result: ``incomplete`` is a result whose query did not complete (reducer v3)."""
 
 
 def refuse(reason: Reason, path: str, message: str, **details: Any) -> NoReturn:
     raise Refused(reason, f"{path}: {message}", field=path, **details)
 
 
-def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item, path: str, at: datetime) -> Decision:
+def check_item(
+    state: WorkspaceState,
+    contribution: Contribution,
+    item: it.Item,
+    path: str,
+    at: datetime,
+    reducer: Reducer[WorkspaceState],
+) -> Decision:
     role, principal = contribution.author.role, contribution.author.principal
     if role not in ROLES[item.type]:
         allowed = ", ".join(sorted(ROLES[item.type]))
@@ -65,21 +73,26 @@ def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item,
                     f"{path}.derived_from",
                     "a reporter's observation is a summary and must name what it is derived_from",
                 )
-            return _observation(state, item, path)
+            return _observation(state, item, path, reducer)
         case it.Hypothesis():
             _new_id(state, item.id, f"{path}.id")
             _refs(state, item.supporting_evidence, {"observation"}, f"{path}.supporting_evidence")
             _refs(state, item.challenging_evidence, {"observation"}, f"{path}.challenging_evidence")
-            decision = _select(state, item.id, counts=True)
-            if item.id in decision.get("selected", ()):
+            room = Room(state, reducer, keep=item.challenging_evidence)
+            room.admit(item.id, must_stay=True, what="hypothesis", counts=True)
+            if room.holds(item.id):
                 for obs in item.challenging_evidence:
-                    _merge(decision, _keep_contradiction(state, obs, decision))
-            return decision
+                    _keep_contradiction(room, obs, item.id)
+            return room.decision()
         case it.Link():
             _refs(state, [item.observation], {"observation"}, f"{path}.observation")
             _refs(state, [item.hypothesis], {"hypothesis"}, f"{path}.hypothesis")
-            if item.relation == "challenges" and state.is_selected(item.hypothesis):
-                return _keep_contradiction(state, item.observation, {})
+            if item.relation == "challenges":
+                room = Room(state, reducer, keep=(item.observation,))
+                if room.live(item.hypothesis):
+                    room.admit(item.hypothesis, must_stay=True, what="challenged hypothesis")
+                    _keep_contradiction(room, item.observation, item.hypothesis)
+                return room.decision()
             return {}
         case it.Question():
             _new_id(state, item.id, f"{path}.id")
@@ -89,7 +102,7 @@ def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item,
             return {}
         case it.Answer():
             _refs(state, [item.question], {"question"}, f"{path}.question")
-            _refs(state, item.evidence, {"observation"}, f"{path}.evidence")
+            _refs(state, item.evidence, {"observation", "work_request"}, f"{path}.evidence")
             question = state.questions[item.question]
             if question.answered_version is not None:
                 refuse(
@@ -110,7 +123,7 @@ def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item,
             _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
             return {}
         case it.Review():
-            return _review(state, contribution, item, path, at)
+            return _review(state, contribution, item, path, at, reducer)
         case it.WorkRequest():
             _new_id(state, item.request_id, f"{path}.request_id")
             if state.status == "budget_exhausted":
@@ -128,7 +141,7 @@ def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item,
             if state.status == "closed":
                 decision["late_arrival"] = True
             if item.observation is not None:
-                _merge(decision, _observation(state, item.observation, f"{path}.observation"))
+                _merge(decision, _observation(state, item.observation, f"{path}.observation", reducer))
             return decision
         case it.WorkReclaim():
             request = _request(state, item.request_id, f"{path}.request_id")
@@ -142,12 +155,7 @@ def check_item(state: WorkspaceState, contribution: Contribution, item: it.Item,
         case it.Verification():
             _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
             check = _request(state, item.check, f"{path}.check")
-            if check.status != "completed":
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.check",
-                    f"check {item.check!r} is {check.status}: a verification cites a completed check",
-                )
+            _check_settles(check, item, f"{path}.check")
             if state.hypotheses[item.claim].author == principal:
                 refuse(
                     Reason.FORBIDDEN, f"{path}.claim", f"{principal!r} authored {item.claim!r} and may not verify it"
@@ -224,7 +232,9 @@ def _request(state: WorkspaceState, request_id: str, path: str) -> WorkRec:
     return state.work[request_id]
 
 
-def _observation(state: WorkspaceState, body: it.ObservationBody, path: str) -> Decision:
+def _observation(
+    state: WorkspaceState, body: it.ObservationBody, path: str, reducer: Reducer[WorkspaceState]
+) -> Decision:
     _new_id(state, body.id, f"{path}.id")
     _refs(state, body.derived_from, {"observation"}, f"{path}.derived_from")
     if state.status == "closed":
@@ -234,29 +244,34 @@ def _observation(state: WorkspaceState, body: it.ObservationBody, path: str) -> 
             "selected": [],
             "not_selected": [{"id": body.id, "reason": "late arrival: the workspace is closed"}],
         }
-    return {"id": body.id, **_select(state, body.id, counts=not body.derived_from)}
+    room = Room(state, reducer)
+    room.admit(body.id, must_stay=False, what="observation", counts=not body.derived_from)
+    return {"id": body.id, **room.decision()}
 
 
-def _select(state: WorkspaceState, item_id: str, *, counts: bool) -> Decision:
-    if not counts or state.selected_count < state.limits["max_selected_items"]:
-        return {"selected": [item_id]}
-    return {"not_selected": [{"id": item_id, "reason": "max_selected_items reached"}]}
-
-
-def _keep_contradiction(state: WorkspaceState, obs: str, decision: Decision) -> Decision:
+def _keep_contradiction(room: Room, obs: str, hypothesis: str) -> None:
     """A contradiction is never dropped to make room: select it, or escalate when it cannot fit."""
-    if state.is_selected(obs) or obs in decision.get("selected", ()):
-        return {}
-    pending = sum(1 for i in decision.get("selected", ()) if i != obs)
-    counts = not state.observations[obs].derived_from
-    if not counts or state.selected_count + pending < state.limits["max_selected_items"]:
-        return {"selected": [obs]}
-    return {
-        "escalated": {
-            "to": ESCALATION,
-            "reason": f"contradicting evidence {obs!r} does not fit within max_selected_items",
-        }
-    }
+    reason = f"contradicting evidence {obs!r} does not fit within max_selected_items"
+    room.admit(obs, must_stay=True, what=f"evidence challenging {hypothesis!r}", reason=reason)
+
+
+def lease_expiry(at: datetime, lease_s: int) -> str:
+    return (at + timedelta(seconds=lease_s)).isoformat().replace("+00:00", "Z")
+
+
+def _check_settles(check: WorkRec, item: it.Verification, path: str) -> None:
+    """A verification may settle a claim only on a check that completed; ``inconclusive`` may cite any result."""
+    if check.status not in DONE:
+        refuse(Reason.INVALID, path, f"check {item.check!r} is {check.status}: a verification cites a check's result")
+    complete = check.status == "completed" and check.query_completed is not False
+    if item.result != "inconclusive" and not complete:
+        state = "incomplete (its query did not complete)" if check.status != "failed" else "failed"
+        refuse(
+            Reason.INVALID,
+            path,
+            f"check {item.check!r} is {state}: only a completed check can {item.result.removesuffix('ed')} "
+            "a claim; record the verification as 'inconclusive', or request the rest of the check",
+        )
 
 
 def _merge(into: Decision, extra: Decision) -> None:
@@ -267,12 +282,20 @@ def _merge(into: Decision, extra: Decision) -> None:
             into[key] = value
 
 
-def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, path: str, at: datetime) -> Decision:
+def _review(
+    state: WorkspaceState,
+    contribution: Contribution,
+    item: it.Review,
+    path: str,
+    at: datetime,
+    reducer: Reducer[WorkspaceState],
+) -> Decision:
+    """A review is a decision on a version: the one it states (or the contribution's expected version). A review
+    that did not see a later material change is recorded, and the proposal stays ``requires_revalidation``."""
     _refs(state, [item.proposal], {"proposal"}, f"{path}.proposal")
-    _refs(state, item.affected_assumptions, None, f"{path}.affected_assumptions")
     proposal = state.proposals[item.proposal]
     role = contribution.author.role
-    status = proposal_status(state, proposal, at)
+    status = reducer.proposal_status(state, proposal, at)
     if item.decision == "accepted":
         if role is not Role.OPERATOR:
             refuse(Reason.FORBIDDEN, f"{path}.decision", "only an operator accepts a proposal")
@@ -299,12 +322,38 @@ def _review(state: WorkspaceState, contribution: Contribution, item: it.Review, 
         )
     if status in ("revised", "withdrawn"):
         refuse(Reason.INVALID, f"{path}.proposal", f"proposal {item.proposal!r} is already {status}")
-    return {"previous_status": status}
+    against = item.based_on_workspace_version or contribution.expected_version
+    if item.decision in ("retained", "accepted") and against is None:
+        refuse(
+            Reason.INVALID,
+            f"{path}.based_on_workspace_version",
+            f"a {item.decision!r} review states the version it was made against (based_on_workspace_version, or "
+            "the contribution's expected_version): a review that names no version could clear changes nobody saw",
+        )
+    if against is not None and against > state.version:
+        refuse(
+            Reason.INVALID,
+            f"{path}.based_on_workspace_version",
+            f"version {against} is beyond the current version {state.version}",
+        )
+    decision: Decision = {"previous_status": status}
+    if against is not None:
+        decision["reviewed_version"] = against
+        unseen = reducer.review_gaps(state, proposal, max(against, proposal.checked_at))
+        if unseen:
+            decision["unseen_changes"] = unseen
+            decision["note"] = (
+                f"made against version {against}; material changes at version(s) "
+                f"{', '.join(map(str, unseen))} were not covered"
+                + (", so the proposal stays requires_revalidation" if item.decision == "retained" else "")
+                + f": read the changes since version {against} and review again"
+            )
+    return decision
 
 
 def _claim(state: WorkspaceState, principal: str, item: it.WorkClaim, path: str, at: datetime) -> Decision:
     request = _request(state, item.request_id, f"{path}.request_id")
-    if request.status in ("completed", "failed"):
+    if request.status in DONE:
         refuse(Reason.INVALID, f"{path}.request_id", f"request {item.request_id!r} is already {request.status}")
     live = request.holder is not None and request.lease_expires_at is not None and request.lease_expires_at > at
     if live and request.holder != principal:

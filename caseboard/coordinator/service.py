@@ -97,7 +97,7 @@ class Coordinator:
             ):
                 return None
             try:
-                result = decide(state, contribution, self._at(contribution))
+                result = decide(state, contribution, self._at(contribution), self.workspaces.reducer)
             except (Behind, Refused):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
@@ -136,7 +136,7 @@ class Coordinator:
             for attempt in range(MAX_ATTEMPTS):
                 state = self.workspaces.current(workspace_id)
                 try:
-                    result = decide(state, contribution, self._at(contribution))
+                    result = decide(state, contribution, self._at(contribution), self.workspaces.reducer)
                 except Behind as behind:
                     self.workspaces.catch_up(workspace_id)
                     raise self._conflict(workspace_id, behind.expected) from None

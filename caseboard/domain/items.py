@@ -155,12 +155,16 @@ class Proposal(Frozen):
     depends_on: Ids = ()
 
 
+Assumption = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+
+
 class Review(Frozen):
     type: Literal["review"]
     proposal: Id
     decision: Literal["retained", "revised", "withdrawn", "accepted"]
     what_changed: Text | None = None
-    affected_assumptions: Ids = ()
+    affected_assumptions: Annotated[tuple[Assumption, ...], Field(max_length=MAX_REFS)] = ()
+    based_on_workspace_version: Annotated[int, Field(ge=1)] | None = None
 
 
 class WorkRequest(Frozen):

@@ -132,8 +132,8 @@ def question(question_id: str, about: str | None = None) -> dict[str, Any]:
     return item if about is None else {**item, "about": about}
 
 
-def answer(question_id: str) -> dict[str, Any]:
-    return {"type": "answer", "question": question_id, "text": "all of them"}
+def answer(question_id: str, *evidence: str) -> dict[str, Any]:
+    return {"type": "answer", "question": question_id, "text": "all of them", "evidence": list(evidence)}
 
 
 def proposal(proposal_id: str, basis: int, *depends_on: str) -> dict[str, Any]:
@@ -146,8 +146,10 @@ def proposal(proposal_id: str, basis: int, *depends_on: str) -> dict[str, Any]:
     }
 
 
-def review(proposal_id: str, decision: str) -> dict[str, Any]:
-    return {"type": "review", "proposal": proposal_id, "decision": decision, "what_changed": "checked again"}
+def review(proposal_id: str, decision: str, against: int | None = None) -> dict[str, Any]:
+    """A review; ``against`` is the version it was made against (``based_on_workspace_version``)."""
+    item = {"type": "review", "proposal": proposal_id, "decision": decision, "what_changed": "checked again"}
+    return item if against is None else {**item, "based_on_workspace_version": against}
 
 
 def work_request(request_id: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Property tests for reducer workspace-rules-v1 over random but well-formed histories.
+"""Property tests for the current reducer over random but well-formed histories.
 
 A history is a drawn sequence of contributions over a small pool of ids and principals, submitted through the
 coordinator on the in-memory ledger with a clock the test moves. Many are refused (an unknown reference, a
@@ -25,7 +25,7 @@ from caseboard.reducers import get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 from tests.unit.board import T0, Board, iso, open_item
 
-REDUCER = get_reducer("workspace-rules-v1")
+REDUCER = get_reducer()
 REASONS = {reason.value for reason in Reason}
 OBS = ("o1", "o2", "o3", "o4", "o5")
 HYP = ("h1", "h2", "h3")
@@ -159,6 +159,11 @@ class Drawer:
                     "type": "review",
                     "proposal": self.ref(k.proposals, PROPOSALS),
                     "decision": self.one(("retained", "retained", "revised", "withdrawn", "accepted")),
+                    **(
+                        {"based_on_workspace_version": self.number(max(1, self.version - 3), self.version)}
+                        if self.number(0, 2)
+                        else {}
+                    ),
                 }
             case "work_request":
                 return {
@@ -181,7 +186,10 @@ class Drawer:
                     "lease_s": 120,
                 }
             case "work_result":
-                found = {"observation": self.observation()} if self.number(0, 1) else {}
+                found: dict[str, Any] = {"observation": self.observation()} if self.number(0, 1) else {}
+                if self.number(0, 1):
+                    span = ["2026-03-02T13:00:00Z", "2026-03-02T14:00:00Z"]
+                    found["query"] = {"time_range": span, "targets": ["a", "b"], "completed": bool(self.number(0, 1))}
                 return {
                     "type": "work_result",
                     "request_id": self.ref(holders, REQUESTS),

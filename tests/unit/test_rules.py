@@ -99,10 +99,15 @@ def test_the_same_key_with_other_content_is_an_idempotency_mismatch() -> None:
     assert outcome["field"] == "idempotency_key"
 
 
-def test_the_same_key_from_another_author_is_an_idempotency_mismatch() -> None:
+def test_an_idempotency_key_belongs_to_the_principal_that_used_it() -> None:
     board = opened()
-    board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
-    refused(board, "idempotency_mismatch", "specialist", [obs("obs-1")], "specialist-2", idempotency_key="k-1")
+    first = board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
+    other = board.ok("specialist", [obs("obs-2")], "specialist-2", idempotency_key="k-1")
+    assert other["workspace_version"] == first["workspace_version"] + 1
+    retry = board.ok("specialist", [obs("obs-1")], idempotency_key="k-1")
+    assert retry["idempotent_replay"] is True
+    assert retry["workspace_version"] == first["workspace_version"]
+    refused(board, "idempotency_mismatch", "specialist", [obs("obs-3")], "specialist-2", idempotency_key="k-1")
 
 
 def test_a_refused_contribution_does_not_use_up_its_idempotency_key() -> None:
@@ -237,7 +242,8 @@ def test_open_questions_are_bounded_by_max_open_questions() -> None:
     board = opened(max_open_questions=2)
     board.ok("planner", [question("q-1"), question("q-2")])
     refused(board, "limit_exceeded", "planner", [question("q-3")])
-    board.ok("planner", [answer("q-1")])
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("planner", [answer("q-1", "obs-1")])
     board.ok("planner", [question("q-3")])
 
 
@@ -301,14 +307,29 @@ def test_reopening_an_exhausted_budget_resets_the_cycles() -> None:
 # -- selection
 
 
-def test_an_observation_beyond_capacity_is_recorded_but_not_selected() -> None:
+def test_a_new_observation_beyond_capacity_displaces_the_oldest_unreferenced_one() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("specialist", [obs("obs-2")])
+    outcome = board.ok("specialist", [obs("obs-3")])
+    decision = outcome["items"][0]
+    assert decision["selected"] == ["obs-3"]
+    assert decision["deselected"] == ["obs-1"]
+    assert "obs-3" in decision["deselection"][0]["reason"]
+    assert "unreferenced" in decision["deselection"][0]["reason"]
+    assert board.show()["selected_items"]["observations"] == ["obs-2", "obs-3"]
+    assert board.observation("obs-1")["selected"] is False
+
+
+def test_a_plain_observation_never_displaces_evidence_that_something_refers_to() -> None:
     board = opened(max_selected_items=2)
     board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-2"])])
     outcome = board.ok("specialist", [obs("obs-3")])
     assert outcome["items"][0]["not_selected"] == [{"id": "obs-3", "reason": "max_selected_items reached"}]
     projection = board.show()
-    assert projection["selected_items"]["observations"] == ["obs-1", "obs-2"]
-    assert board.observation("obs-3")["selected"] is False
+    assert projection["selected_items"]["observations"] == ["obs-2"]
+    assert [h["id"] for h in projection["selected_items"]["hypotheses"]] == ["hyp-1"]
 
 
 def test_derived_summaries_do_not_count_against_max_selected_items() -> None:
@@ -322,18 +343,23 @@ def test_derived_summaries_do_not_count_against_max_selected_items() -> None:
     assert board.observation("obs-2")["selected"] is False
 
 
-def test_a_challenge_that_cannot_fit_escalates_to_human_review() -> None:
+def test_a_challenge_displaces_supporting_evidence_and_escalates_only_when_nothing_can_go() -> None:
     board = opened(max_selected_items=2)
     board.ok("specialist", [obs("obs-1")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("specialist", [obs("obs-2")])
     assert board.observation("obs-2")["selected"] is False
     outcome = board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
-    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    assert outcome["items"][0]["selected"] == ["obs-2"]
+    assert outcome["items"][0]["deselected"] == ["obs-1"]
     projection = board.show()
-    assert projection["status"] == "human_review_required"
+    assert projection["status"] == "investigating"
     assert projection["selected_items"]["hypotheses"][0]["challenging_evidence"] == ["obs-2"]
     assert projection["selected_items"]["hypotheses"][0]["status"] == "challenged"
+    outcome = board.ok("planner", [hyp("hyp-2")])
+    assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
+    assert "hyp-2" in outcome["items"][0]["escalated"]["reason"]
+    assert board.show()["status"] == "human_review_required"
 
 
 def test_a_challenge_that_fits_is_selected_rather_than_dropped() -> None:
@@ -445,12 +471,13 @@ def test_a_retained_review_makes_a_proposal_current_again_and_keeps_its_basis() 
     board.ok("specialist", [obs("obs-2")])
     board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
     assert board.proposal_status("prop-1") == "requires_revalidation"
-    board.ok("planner", [review("prop-1", "retained")])
+    board.ok("planner", [review("prop-1", "retained", board.head)])
     record = next(p for p in board.show()["proposals"] if p["id"] == "prop-1")
     assert record["status"] == "current"
     assert record["based_on_workspace_version"] == 3
     details = next(p for p in board.show()["proposal_records"] if p["id"] == "prop-1")
-    assert details["last_checked_against_version"] == board.head
+    assert details["last_checked_against_version"] == board.head - 1
+    assert details["last_review_against_version"] == board.head - 1
 
 
 def test_a_stale_proposal_is_recorded_as_requires_revalidation() -> None:
@@ -473,7 +500,7 @@ def test_only_an_operator_accepts_and_only_with_expected_version_and_only_while_
     board.ok("specialist", [obs("obs-2")])
     board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
     refused(board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head)
-    board.ok("planner", [review("prop-1", "retained")])
+    board.ok("planner", [review("prop-1", "retained", board.head)])
     board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
     assert board.proposal_status("prop-1") == "accepted"
 
@@ -645,40 +672,42 @@ def test_acceptance_judges_freshness_at_its_own_commit_time() -> None:
 
 def test_a_new_hypothesis_whose_contradiction_cannot_fit_escalates() -> None:
     board = opened(max_selected_items=2)
-    board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
-    assert board.observation("obs-3")["selected"] is False
-    board.ok("controller", [selection(deselect=("obs-2",))])
-    outcome = board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
-    assert outcome["items"][0]["selected"] == ["hyp-1"]
+    board.ok("planner", [hyp("hyp-a"), hyp("hyp-b")])
+    board.ok("specialist", [obs("obs-1")])
+    assert board.observation("obs-1")["selected"] is False
+    outcome = board.ok("planner", [hyp("hyp-1", challenging_evidence=["obs-1"])])
     assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
     assert board.show()["status"] == "human_review_required"
 
 
-def test_a_challenge_to_an_unselected_hypothesis_does_not_escalate() -> None:
-    board = opened(max_selected_items=1)
-    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+def test_a_challenge_to_a_deselected_live_hypothesis_selects_it_again() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1")])
     board.ok("planner", [hyp("hyp-1")])
+    board.ok("operator", [selection(deselect=("hyp-1",))])
     assert board.show()["selected_items"]["hypotheses"] == []
-    outcome = board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    outcome = board.ok("planner", [link("obs-1", "hyp-1", "challenges")])
+    assert outcome["items"][0]["selected"] == ["hyp-1"]
     assert "escalated" not in outcome["items"][0]
-    assert board.show()["status"] == "investigating"
+    projection = board.show()
+    assert [h["id"] for h in projection["selected_items"]["hypotheses"]] == ["hyp-1"]
+    assert projection["status"] == "investigating"
 
 
 def test_selecting_a_hypothesis_while_deselecting_its_contradiction_is_refused() -> None:
-    board = opened(max_selected_items=2)
+    board = opened(max_selected_items=3)
     board.ok("specialist", [obs("obs-1"), obs("obs-2")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-2"])])
-    assert board.show()["selected_items"]["hypotheses"] == []
+    board.ok("operator", [selection(deselect=("hyp-1", "obs-2"))])
     outcome = refused(board, "invalid", "controller", [selection(select=("hyp-1",), deselect=("obs-2",))])
     assert outcome["field"] == "items[0].deselect[0]"
 
 
 def test_selecting_a_hypothesis_keeps_its_contradiction_selected() -> None:
-    board = opened(max_selected_items=3)
+    board = opened(max_selected_items=4)
     board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
-    assert board.show()["selected_items"]["hypotheses"] == []
-    board.ok("controller", [selection(deselect=("obs-2", "obs-3"))])
+    board.ok("controller", [selection(deselect=("hyp-1", "obs-2", "obs-3"))])
     outcome = board.ok("controller", [selection(select=("hyp-1",))])
     assert outcome["items"][0]["selected"] == ["hyp-1", "obs-3"]
     projection = board.show()
@@ -690,8 +719,9 @@ def test_selecting_a_hypothesis_whose_contradiction_cannot_fit_escalates() -> No
     board = opened(max_selected_items=3)
     board.ok("specialist", [obs("obs-1"), obs("obs-2"), obs("obs-3")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"], challenging_evidence=["obs-3"])])
-    board.ok("controller", [selection(deselect=("obs-3",))])
-    outcome = board.ok("controller", [selection(select=("hyp-1",))])
+    board.ok("controller", [selection(deselect=("hyp-1", "obs-3"))])
+    board.ok("specialist", [obs("obs-4"), obs("obs-5")])
+    outcome = board.ok("controller", [selection(select=("hyp-1",), deselect=("obs-2",))])
     assert outcome["items"][0]["selected"] == ["hyp-1"]
     assert outcome["items"][0]["escalated"]["to"] == "human_review_required"
     assert board.show()["status"] == "human_review_required"
@@ -701,7 +731,7 @@ def test_a_planners_retained_review_does_not_silently_revoke_an_acceptance() -> 
     board = opened()
     supported_proposal(board)
     board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
-    outcome = refused(board, "invalid", "planner", [review("prop-1", "retained")])
+    outcome = refused(board, "invalid", "planner", [review("prop-1", "retained", board.head)])
     assert "accepted" in outcome["message"]
     assert board.proposal_status("prop-1") == "accepted"
 
@@ -712,7 +742,7 @@ def test_retaining_an_accepted_proposal_that_needs_revalidation_makes_it_current
     board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
     board.ok("specialist", [obs("obs-2")])
     board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
-    board.ok("planner", [review("prop-1", "retained")])
+    board.ok("planner", [review("prop-1", "retained", board.head)])
     assert board.proposal_status("prop-1") == "current"
     board.ok("operator", [review("prop-1", "accepted")], expected_version=board.head)
     assert board.proposal_status("prop-1") == "accepted"
@@ -759,8 +789,13 @@ def test_a_result_whose_query_did_not_complete_is_not_shown_as_clean() -> None:
     generation = claimed(board)
     query = {"time_range": ["2026-03-02T13:30:00Z", "2026-03-02T14:00:00Z"], "completed": False}
     board.ok("specialist", [result("req-1", generation, query=query)])
-    assert board.work("req-1")["status"] == "completed"
-    assert board.work("req-1")["query_completed"] is False
+    work = board.work("req-1")
+    assert work["status"] == "incomplete"
+    assert work["query_completed"] is False
+    assert work["coverage"]["completed"] is False
+    assert work["finding"].startswith("incomplete: the query did not complete within 2026-03-02T13:30:00Z")
+    incomplete = board.show()["incomplete_work"]
+    assert [entry["request_id"] for entry in incomplete] == ["req-1"]
 
 
 def test_a_snapshot_that_cannot_be_written_does_not_fail_the_commit_it_follows() -> None:

@@ -123,6 +123,7 @@ def test_a_revalidation_notice_is_a_no_op_once_the_proposal_was_reviewed_since()
                     "proposal": "p-1",
                     "decision": "retained",
                     "what_changed": "nothing material",
+                    "based_on_workspace_version": 3,
                 }
             ],
         ),

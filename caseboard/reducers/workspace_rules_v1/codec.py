@@ -8,15 +8,13 @@ large state does one pass over the values and no type checks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.state import RECORDS, WorkspaceState
-
-SCALARS = tuple(f.name for f in dataclasses.fields(WorkspaceState) if f.name not in WorkspaceState.MAPPINGS)
-SCALAR_TIMES = frozenset(f.name for f in dataclasses.fields(WorkspaceState) if "datetime" in str(f.type))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,29 +50,54 @@ class RecordCodec:
         return self.record(*values)
 
 
-CODECS = {name: RecordCodec.of(record) for name, record in RECORDS.items()}
+@dataclasses.dataclass(frozen=True)
+class StateCodec:
+    """Dump and load of a state class whose mappings hold the given record classes (also used by later reducers
+    whose state extends this one)."""
+
+    state: type[Any]
+    records: dict[str, type[Any]]
+
+    @functools.cached_property
+    def _layout(self) -> tuple[tuple[str, ...], frozenset[str], dict[str, RecordCodec]]:
+        fields = dataclasses.fields(self.state)
+        scalars = tuple(f.name for f in fields if f.name not in self.state.MAPPINGS)
+        times = frozenset(f.name for f in fields if "datetime" in str(f.type))
+        return scalars, times, {name: RecordCodec.of(record) for name, record in self.records.items()}
+
+    def dump(self, state: Any) -> dict[str, Any]:
+        scalars, times, codecs = self._layout
+        data: dict[str, Any] = {}
+        for name in scalars:
+            value = getattr(state, name)
+            data[name] = value.isoformat() if name in times and value is not None else value
+        for name in self.state.MAPPINGS:
+            mapping = getattr(state, name)
+            codec = codecs.get(name)
+            data[name] = [[key, codec.dump(rec)] for key, rec in mapping.items()] if codec else list(mapping.items())
+        return data
+
+    def load(self, data: dict[str, Any]) -> Any:
+        scalars, times, codecs = self._layout
+        values: dict[str, Any] = {
+            name: datetime.fromisoformat(data[name]) if name in times and data[name] is not None else data[name]
+            for name in scalars
+        }
+        state = self.state(**values)
+        for name in self.state.MAPPINGS:
+            codec = codecs.get(name)
+            pairs = data[name]
+            setattr(state, name, {key: codec.load(values) for key, values in pairs} if codec else dict(pairs))
+        return state
+
+
+STATE = StateCodec(WorkspaceState, RECORDS)
 
 
 def dump(state: WorkspaceState) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for name in SCALARS:
-        value = getattr(state, name)
-        data[name] = value.isoformat() if name in SCALAR_TIMES and value is not None else value
-    for name in WorkspaceState.MAPPINGS:
-        mapping = getattr(state, name)
-        codec = CODECS.get(name)
-        data[name] = [[key, codec.dump(rec)] for key, rec in mapping.items()] if codec else list(mapping.items())
-    return data
+    return STATE.dump(state)
 
 
 def load(data: dict[str, Any]) -> WorkspaceState:
-    scalars: dict[str, Any] = {
-        name: datetime.fromisoformat(data[name]) if name in SCALAR_TIMES and data[name] is not None else data[name]
-        for name in SCALARS
-    }
-    state = WorkspaceState(**scalars)
-    for name in WorkspaceState.MAPPINGS:
-        codec = CODECS.get(name)
-        pairs = data[name]
-        setattr(state, name, {key: codec.load(values) for key, values in pairs} if codec else dict(pairs))
+    state: WorkspaceState = STATE.load(data)
     return state

@@ -14,12 +14,14 @@ Differences from ``workspace-rules-v1`` (everything else is v1's, imported, neve
 Released: never edit this package once released. A change of semantics is a new reducer version beside it.
 """
 
-from caseboard.reducers.base import Reducer
+from caseboard.reducers.base import Reducer, shared_key
+from caseboard.reducers.materiality import gaps
 from caseboard.reducers.workspace_rules_v1 import codec
 from caseboard.reducers.workspace_rules_v1.evolve import initial
+from caseboard.reducers.workspace_rules_v1.render import hypothesis_status
 from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
-from caseboard.reducers.workspace_rules_v2.evolve import NAME, evolve
-from caseboard.reducers.workspace_rules_v2.render import render
+from caseboard.reducers.workspace_rules_v2.evolve import NAME, _apply_item, evolve
+from caseboard.reducers.workspace_rules_v2.render import dependency_path, proposal_status, render
 
 REDUCER: Reducer[WorkspaceState] = Reducer(
     name=NAME,
@@ -28,6 +30,12 @@ REDUCER: Reducer[WorkspaceState] = Reducer(
     render=lambda state: render(state, NAME),
     dump=codec.dump,
     load=codec.load,
+    apply_item=_apply_item,
+    proposal_status=proposal_status,
+    hypothesis_status=lambda state, hyp: hypothesis_status(hyp),
+    review_gaps=lambda state, proposal, version: gaps(state, proposal.depends_on, version),
+    rests_on=dependency_path,
+    idempotency_slot=shared_key,
 )
 
 __all__ = ["NAME", "REDUCER", "evolve", "render"]

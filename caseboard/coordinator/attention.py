@@ -1,0 +1,159 @@
+"""The selection policy: what stays in front of the participants when ``max_selected_items`` is reached.
+
+Capacity limits active material; it never erases inconvenient evidence (docs/attention.md). Ranks, highest
+first:
+
+1. live hypotheses (any status but ``refuted``) and
+2. evidence that challenges a live hypothesis: these two always stay; a policy never deselects them;
+3. evidence a proposal rests on (its dependencies, and the evidence supporting a hypothesis among them);
+4. other observations that something refers to (support, an answer, a summary), most referenced first;
+5. the rest, most recent first.
+
+When an item must be selected and the selection is full, the lowest-ranked selected observation is deselected
+and the decision says why; an item of ranks 1-2 that finds nothing below it to displace escalates the
+workspace to ``human_review_required`` instead. Derived summaries do not count against the limit. These are
+the coordinator's recorded decisions: reducers apply them as recorded, so old ledgers replay unchanged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from caseboard.reducers import Reducer, WorkspaceState
+
+ESCALATION = "human_review_required"
+TIERS = ("an unreferenced observation", "a referenced observation", "evidence a proposal rests on")
+
+
+class Room:
+    """The selection decisions of one item, against the state and what this item has chosen already."""
+
+    def __init__(self, state: WorkspaceState, reducer: Reducer[WorkspaceState], *, keep: tuple[str, ...] = ()) -> None:
+        """``keep``: what this item is about to make a contradiction, which must not be displaced for it."""
+        self.state = state
+        self.keep = frozenset(keep)
+        self.reducer = reducer
+        self.limit = state.limits["max_selected_items"]
+        self.count = state.selected_count
+        self.selected: list[str] = []
+        self.deselected: list[str] = []
+        self.deselection: list[dict[str, str]] = []
+        self.not_selected: list[dict[str, str]] = []
+        self.escalated: dict[str, str] | None = None
+        self._ranks: dict[str, tuple[int, int, int]] | None = None
+
+    def holds(self, item_id: str) -> bool:
+        if item_id in self.selected:
+            return True
+        return self.state.is_selected(item_id) and item_id not in self.deselected
+
+    def live(self, hypothesis_id: str) -> bool:
+        hyp = self.state.hypotheses.get(hypothesis_id)
+        return hyp is not None and self.reducer.hypothesis_status(self.state, hyp) != "refuted"
+
+    def admit(
+        self, item_id: str, *, must_stay: bool, what: str, reason: str | None = None, counts: bool | None = None
+    ) -> None:
+        """Select ``item_id``, displacing the lowest-ranked observation when the selection is full. ``counts``:
+        whether it takes room (a derived summary does not); read from the state when it is recorded already."""
+        if self.holds(item_id):
+            return
+        if item_id in self.deselected:  # displaced by this item a moment ago: undo that instead
+            index = self.deselected.index(item_id)
+            del self.deselected[index], self.deselection[index]
+            self.count += 1
+            return
+        counts = self._counts(item_id) if counts is None else counts
+        if not counts or self.count < self.limit:
+            self._take(item_id, counts)
+            return
+        victim = self._lowest(above=None if must_stay else self._rank_of_new(item_id))
+        if victim is not None:
+            tier = TIERS[self.ranks[victim][0]]
+            self.deselected.append(victim)
+            self.deselection.append(
+                {
+                    "id": victim,
+                    "reason": f"max_selected_items ({self.limit}) reached: deselected to make room for {what} "
+                    f"{item_id!r}; it ranked lowest ({tier}, recorded at version {self.ranks[victim][2]})",
+                }
+            )
+            self.count -= 1
+            self._take(item_id, counts)
+            return
+        if must_stay:
+            self.escalated = {
+                "to": ESCALATION,
+                "reason": reason
+                or f"{what} {item_id!r} does not fit within max_selected_items ({self.limit}): "
+                "the selection holds only hypotheses and their contradictions",
+            }
+            self.not_selected.append({"id": item_id, "reason": "max_selected_items reached; escalated"})
+        else:
+            self.not_selected.append({"id": item_id, "reason": "max_selected_items reached"})
+
+    def decision(self) -> dict[str, Any]:
+        decision: dict[str, Any] = {}
+        for key in ("selected", "deselected", "deselection", "not_selected"):
+            if getattr(self, key):
+                decision[key] = getattr(self, key)
+        if self.escalated is not None:
+            decision["escalated"] = self.escalated
+        return decision
+
+    def _take(self, item_id: str, counts: bool) -> None:
+        self.selected.append(item_id)
+        self.count += counts
+
+    def _counts(self, item_id: str) -> bool:
+        obs = self.state.observations.get(item_id)
+        return obs is None or not obs.derived_from
+
+    @property
+    def ranks(self) -> dict[str, tuple[int, int, int]]:
+        """(tier, references, version) of every selected observation that a policy may deselect."""
+        if self._ranks is None:
+            self._ranks = _ranks(self.state, self)
+        return self._ranks
+
+    def _rank_of_new(self, item_id: str) -> tuple[int, int, int]:
+        return (0, 0, self.state.version + 1)
+
+    def _lowest(self, above: tuple[int, int, int] | None) -> str | None:
+        candidates = [(rank, ref) for ref, rank in self.ranks.items() if self.holds(ref) and ref not in self.keep]
+        if not candidates:
+            return None
+        rank, ref = min(candidates)
+        return ref if above is None or rank < above else None
+
+
+def _ranks(state: WorkspaceState, room: Room) -> dict[str, tuple[int, int, int]]:
+    references: Counter[str] = Counter()
+    protected: set[str] = set()
+    for hyp in state.hypotheses.values():
+        references.update(hyp.supporting)
+        references.update(hyp.challenging)
+        if room.live(hyp.id):
+            protected.update(hyp.challenging)
+    for question in state.questions.values():
+        references.update(question.evidence)
+    for obs in state.observations.values():
+        references.update(obs.derived_from)
+    rests_on: set[str] = set()
+    for proposal in state.proposals.values():
+        if proposal.decision in ("revised", "withdrawn"):
+            continue
+        for dep in proposal.depends_on:
+            rests_on.add(dep)
+            supported = state.hypotheses.get(dep)
+            if supported is not None:
+                rests_on.update(supported.supporting)
+    ranks: dict[str, tuple[int, int, int]] = {}
+    for ref in state.selected_ids():
+        selected = state.observations.get(ref)
+        if selected is None or selected.derived_from or ref in protected:
+            continue  # hypotheses and contradictions stay; summaries take no room
+        tier = 2 if ref in rests_on else 1 if references[ref] else 0
+        ranks[ref] = (tier, references[ref], selected.version)
+    return ranks
