@@ -28,17 +28,61 @@ def configure_logging(
         structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer(serializer=_json)
     )
     printer = structlog.PrintLogger(stream)  # one for all: structlog asks the factory at every event
+    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            stamp,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
         logger_factory=lambda *_: printer,
         cache_logger_on_first_use=cache,
     )
+    _route_standard_logging(stream, LEVELS[level], stamp, renderer)
+
+
+LIBRARY_EVENTS = (
+    ("Consumer encountered a connection error", "broker_connection_error"),
+    ("Restarting consumer in", "broker_consumer_restarting"),
+)
+"""Libraries' log messages (dramatiq's) that caseboard names as snake_case facts; others are ``library_log``."""
+
+
+class _Bridge(logging.Handler):
+    """Standard-library records (dramatiq, uvicorn, eventsourcing) rendered as caseboard's own events: the
+    same JSON lines (or console lines), with the library's message as a field."""
+
+    def __init__(self, stream: TextIO, stamp: Any, renderer: Any) -> None:
+        super().__init__()
+        self.stream = stream
+        self.stamp = stamp
+        self.renderer = renderer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            name = next((event for prefix, event in LIBRARY_EVENTS if message.startswith(prefix)), "library_log")
+            event: dict[str, Any] = {"event": name, "logger": record.name, "message": message}
+            if record.exc_info and record.exc_info[1] is not None:
+                event["error"] = repr(record.exc_info[1])
+            event["level"] = record.levelname.lower()
+            event = self.stamp(None, event["level"], event)
+            self.stream.write(str(self.renderer(None, event["level"], event)) + "\n")
+            self.stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def _route_standard_logging(stream: TextIO, level: int, stamp: Any, renderer: Any) -> None:
+    """One bridge on the root logger, replacing any earlier one: a library never prints plain text past it.
+    Libraries' informational chatter is left out unless the level is ``debug``."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _Bridge)]:
+        root.removeHandler(handler)
+    root.addHandler(_Bridge(stream, stamp, renderer))
+    root.setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 
 _ENCODER = json.JSONEncoder(default=repr, check_circular=False)

@@ -7,15 +7,25 @@ import json
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from caseboard.app import App
+from caseboard.dispatcher.broker import BrokerWatch, check_broker
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError, ConfigurationError
 from caseboard.workers.host import DEFAULT_KINDS
-from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker, waiter
+from caseboard.workers.live import (
+    broker_for,
+    build_dispatcher,
+    build_host,
+    pause_consumers,
+    resume_consumers,
+    start_worker,
+    waiter,
+)
 from caseboard.workers.plugins import load_participants
 
 
@@ -117,10 +127,21 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
         participants=tuple(args.participant),
     )
     worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
+    watch = BrokerWatch(
+        lambda: check_broker(app.settings.redis_url),
+        on_down=lambda: pause_consumers(worker),
+        on_up=lambda: resume_consumers(worker),
+    )
     stop = _stop_on_signals()
+    next_tick = time.monotonic() + args.tick
     try:
-        while not stop.wait(args.tick):
-            host.tick()
+        while True:
+            if time.monotonic() >= next_tick:
+                host.tick()
+                next_tick = time.monotonic() + args.tick
+            retry_in = watch.step()  # a probe while the broker is up; when due, backing off, while it is down
+            if stop.wait(max(0.0, min(next_tick - time.monotonic(), retry_in or args.tick))):
+                break
     finally:
         worker.stop()
         broker.close()
@@ -148,11 +169,13 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
         store.close()
     outbox = open_outbox(app.ledger)
     position = (status["position"][0], status["position"][1])
+    on_redis = app.database_url.startswith(("postgresql", "postgres"))  # the embedded ledger's is in process
     report = {
         "position": status["position"],
         "head": outbox.head(),
         "pending": outbox.pending(position),
         **{k: status[k] for k in ("delivered", "processed", "unprocessed", "duplicates_absorbed")},
+        **check_broker(app.settings.redis_url if on_redis else None).to_dict(),
     }
     sys.stdout.write(json.dumps(report) + "\n")
     return 0

@@ -7,17 +7,22 @@ declared on the broker they are given (a dramatiq actor would otherwise capture 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import dramatiq
+import structlog
 from dramatiq.brokers.stub import StubBroker
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import CaseboardError
 
 ACTOR_PREFIX = "caseboard_notify"
+
+log = structlog.get_logger("caseboard.broker")
 
 
 class BrokerUnavailable(CaseboardError):
@@ -95,3 +100,98 @@ def declare_consumer(
         min_backoff=50,
         max_backoff=2000,
     )(consume)
+
+
+@dataclass(frozen=True)
+class BrokerHealth:
+    """Whether the broker answers: ``outbox status``, the health endpoint and the worker's watch ask it."""
+
+    up: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"broker": "up" if self.up else "down", "broker_detail": self.detail}
+
+
+def where(url: str) -> str:
+    """A Redis URL without its credentials, for messages."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return f"unix:{parts.path}"
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        port = 6379
+    return f"{parts.scheme}://{parts.hostname or 'localhost'}:{port}{parts.path or '/0'}"
+
+
+def check_broker(url: str | None, timeout_s: float = 1.0) -> BrokerHealth:
+    """One PING with a short timeout; None is the in-process broker, always up."""
+    if url is None:
+        return BrokerHealth(True, "the in-process broker")
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        return BrokerHealth(False, f"Redis at {where(url)} does not answer: {error}")
+    finally:
+        client.close()
+    return BrokerHealth(True, f"Redis at {where(url)} answers")
+
+
+class BrokerWatch:
+    """Probes the broker while a worker runs, and backs off while it is down.
+
+    While the broker answers, every ``step`` probes it once. When a probe fails, ``on_down`` runs (the
+    worker pauses its consumers, which would otherwise reconnect and log every few seconds per queue),
+    ``broker_unavailable`` is logged with the delay before the next probe, and the delay doubles from
+    ``first_s`` up to ``max_s``. The first probe that succeeds runs ``on_up`` and logs ``broker_available``.
+    """
+
+    def __init__(
+        self,
+        probe: Callable[[], BrokerHealth],
+        on_down: Callable[[], None] = lambda: None,
+        on_up: Callable[[], None] = lambda: None,
+        *,
+        first_s: float = 1.0,
+        max_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.probe = probe
+        self.on_down = on_down
+        self.on_up = on_up
+        self.first_s = first_s
+        self.max_s = max_s
+        self.clock = clock
+        self.down_since: float | None = None
+        self.delay_s = 0.0
+        self.next_probe = 0.0
+        self.failures = 0
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
+
+    def step(self) -> float:
+        """Probe when due; the seconds until the next probe is due (0 while the broker is up)."""
+        now = self.clock()
+        if not self.up and now < self.next_probe:
+            return self.next_probe - now
+        health = self.probe()
+        if health.up:
+            if self.down_since is not None:
+                log.info("broker_available", down_s=round(now - self.down_since, 3), failed_probes=self.failures)
+                self.down_since, self.failures, self.delay_s = None, 0, 0.0
+                self.on_up()
+            return 0.0
+        if self.down_since is None:
+            self.down_since = now
+            self.on_down()
+        self.failures += 1
+        self.delay_s = min(self.max_s, self.delay_s * 2 if self.delay_s else self.first_s)
+        self.next_probe = now + self.delay_s
+        log.warning("broker_unavailable", error=health.detail, failed_probes=self.failures, retry_in_s=self.delay_s)
+        return self.delay_s

@@ -69,6 +69,17 @@ def start_worker(
     return worker
 
 
+def pause_consumers(worker: dramatiq.Worker) -> None:
+    """Stop fetching (the consumers of a down broker would reconnect every 3 s each); messages in hand finish."""
+    for consumer in worker.consumers.values():
+        consumer.pause()
+
+
+def resume_consumers(worker: dramatiq.Worker) -> None:
+    for consumer in worker.consumers.values():
+        consumer.resume()
+
+
 def build_dispatcher(app: App, store: DispatchStore, broker: dramatiq.Broker, config: DispatchConfig) -> Dispatcher:
     return Dispatcher(open_outbox(app.ledger), store, broker, app.workspaces, config)
 
