@@ -5,7 +5,7 @@ Every route first asks ``visible``: a workspace of another tenant answers exactl
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -19,6 +19,7 @@ from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
+from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.replay.audit import ChainBroken, guard_for
 
@@ -84,10 +85,12 @@ def projection(
     except ChainBroken as error:
         return JSONResponse(error.to_body(), status_code=409)
     wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
+    stale_now = stale_now_header(document, datetime.now(UTC))  # evidence expired since (ADR 0060)
+    headers = {STALE_NOW_HEADER: stale_now} if stale_now else None
     if wants_yaml:
         text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
-        return Response(text, media_type="application/yaml")
-    return JSONResponse(document)
+        return Response(text, media_type="application/yaml", headers=headers)
+    return JSONResponse(document, headers=headers)
 
 
 @router.get(
@@ -164,6 +167,9 @@ def view(
     budget_chars: Annotated[int, Query(ge=MIN_BUDGET, le=1_000_000, description="the most characters of text")],
     role: Annotated[Role | None, Query(description="whose view (default: the role the key acts in)")] = None,
     version: Version = None,
+    as_of: Annotated[
+        datetime | None, Query(description="the time of use freshness is judged at, ISO 8601 (default: now)")
+    ] = None,
 ) -> JSONResponse:
     visible(svc, who, workspace_id)
     reader = role or who.role
@@ -176,5 +182,6 @@ def view(
     workspaces = svc.app.workspaces
     state = workspaces.state_at(workspace_id, version)
     commits = svc.app.ledger.read(workspace_id, upto=state.version)
-    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name)
+    when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name, as_of=when)
     return JSONResponse(built.model_dump(mode="json"))

@@ -7,7 +7,7 @@ import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,6 +17,7 @@ from caseboard.app import App
 from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
+from caseboard.projections.freshness import stale_now_line
 from caseboard.reducers import REDUCERS
 from caseboard.replay.audit import check_ledger
 
@@ -147,7 +148,11 @@ def checked_show(app: App, workspace_id: str, version: int | None = None, reduce
 
 
 def cmd_show(app: App, args: argparse.Namespace) -> int:
-    emit_document(checked_show(app, args.workspace, args.at_version, args.reducer), args.format)
+    document = checked_show(app, args.workspace, args.at_version, args.reducer)
+    emit_document(document, args.format)
+    stale_now = stale_now_line(document, datetime.now(UTC))  # evidence expired since (ADR 0060)
+    if stale_now:
+        print(stale_now, file=sys.stderr)
     return 0
 
 

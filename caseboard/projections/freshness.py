@@ -93,6 +93,7 @@ def stale_now_line(document: dict[str, Any], now: datetime) -> str | None:
     return f"stale_now: {listed} (after this version's commit time {document.get('as_of')}; judged at {_iso(now)})"
 
 
+STALE_NOW_HEADER = "X-Caseboard-Stale-Now"
 HEADER_LIMIT = 4000
 """The longest ``X-Caseboard-Stale-Now`` value: ids past it are counted, not listed."""
 

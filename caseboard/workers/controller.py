@@ -7,10 +7,16 @@
 3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
    no cycle yet; the verifier when a claim awaits checking and a completed check exists; the
    specialists of each request kind with requests opened since the last cycle;
-4. somebody wanted and cycles left: a ``cycle`` item naming them; no cycles left: ``budget_exhausted``
-   with a handoff naming what is unresolved;
+   the planner also when a proposal rests on evidence that has expired by the controller's clock, and the
+   specialists of the re-checks and rests it requests (``followups``: stale evidence under a live proposal
+   gets a re-check of its source, an incomplete check a request for what it did not cover, as many as the
+   pending-work limit leaves room for);
+4. somebody wanted and cycles left: a ``cycle`` item naming them, after the work requests it schedules; no
+   cycles left: ``budget_exhausted`` with a handoff naming what is unresolved, or ``evidence_incomplete``
+   with the missing coverage when checks are incomplete;
 5. nobody wanted and no work pending: ``human_review_required`` when every selected claim is confirmed
    (a conclusion is the operator's), otherwise ``evidence_incomplete`` with the same kind of handoff.
+Freshness is judged at the controller's clock (``now``), never at the last commit's time (ADR 0061).
 The lease sweeper (``expired_claims``) reclaims claims whose lease lapsed: the request returns to
 ``awaiting_result`` and the late holder is fenced by the raised generation.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,6 +36,9 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.commit import Commit
 from caseboard.domain.items import Role
 from caseboard.ledger.base import Ledger
+from caseboard.projections.workspaces import Workspaces
+from caseboard.reducers import WorkspaceState, get_reducer
+from caseboard.workers.followups import Followups, followups
 from caseboard.workers.runtime import View
 from caseboard.workers.scripted import specialist_principal
 
@@ -69,17 +79,30 @@ class ControllerDecision:
     scheduled: tuple[str, ...] = ()
 
 
-def unresolved(view: View) -> list[str]:
+def unresolved(view: View, found: Followups | None = None) -> list[str]:
+    found = found or Followups()
     out = [f"hypothesis {h['id']} is {h['status']}" for h in view["hypotheses"] if h["status"] in UNVERIFIED]
     out += [f"question {q['id']} is open" for q in view["questions"] if q["status"] == "open"]
     out += [f"work {w['request_id']} is {w['status']}" for w in view["pending_work"]]
     out += [
         f"proposal {p['id']} requires revalidation" for p in view["proposals"] if p["status"] == "requires_revalidation"
     ]
+    flagged = {p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"}
+    out += [f"proposal {p} rests on expired evidence" for p in found.stale_proposals if p not in flagged]
+    out += [f"missing coverage: {line}" for line in found.missing_coverage]
     return out
 
 
-def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: float = 60.0) -> ControllerDecision:
+def decide_next(
+    view: View,
+    memory: CycleMemory,
+    now: datetime,
+    turn_timeout_s: float = 60.0,
+    found: Followups | None = None,
+) -> ControllerDecision:
+    """The next step for the workspace ``view`` shows; ``found`` is what ``followups`` found in its state at
+    ``now`` (re-checks, rests of incomplete checks, stale proposals; nothing when None)."""
+    found = found or Followups()
     if view["status"] != "investigating":
         return ControllerDecision("none", f"the workspace is {view['status']}")
     waiting = [p for p in memory.scheduled if p not in memory.contributed]
@@ -88,6 +111,7 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
     wanted: list[str] = []
     new_evidence = [o["id"] for o in view["observations"] if o["recorded_at_version"] > memory.version]
     flagged = [p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"]
+    flagged += [p for p in found.stale_proposals if p not in flagged]
     if new_evidence or flagged or memory.version == 0:
         wanted.append("planner-1")
     checks = [w for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
@@ -97,7 +121,14 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
         principal = specialist_principal(work["kind"])
         if work["status"] == "awaiting_result" and work["request_id"] in memory.requested and principal not in wanted:
             wanted.append(principal)
-    open_points = unresolved(view)
+    limits, counters = view["runtime_limits"], view["counters"]
+    room = max(0, limits["max_pending_work"] - counters["pending_work"])
+    requests = found.requests[:room]
+    for request in requests:
+        principal = specialist_principal(request["kind"])
+        if principal not in wanted:
+            wanted.append(principal)
+    open_points = unresolved(view, found)
     if new_evidence:
         open_points.append(f"evidence not yet weighed by the planner: {', '.join(new_evidence)}")
     if not any(h["status"] == "confirmed" for h in view["hypotheses"]):
@@ -105,6 +136,20 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
     handoff = "; ".join(open_points) or "nothing is unresolved"
     if wanted:
         used, budget = view["cycles_used"], view["runtime_limits"]["max_investigation_cycles"]
+        if used >= budget and found.missing_coverage:
+            return ControllerDecision(
+                "status",
+                f"all {budget} cycles are used and checks are incomplete",
+                (
+                    {
+                        "type": "status",
+                        "to": "evidence_incomplete",
+                        "reason": f"all {budget} investigation cycles are used and "
+                        f"{len(found.missing_coverage)} checks did not complete",
+                        "handoff": f"Missing coverage: {'; '.join(found.missing_coverage)}. Unresolved: {handoff}",
+                    },
+                ),
+            )
         if used >= budget:
             return ControllerDecision(
                 "status",
@@ -118,10 +163,11 @@ def decide_next(view: View, memory: CycleMemory, now: datetime, turn_timeout_s: 
                     },
                 ),
             )
+        requested = f"; requesting {', '.join(r['request_id'] for r in requests)}" if requests else ""
         return ControllerDecision(
             "cycle",
-            f"scheduling {', '.join(wanted)}",
-            ({"type": "cycle", "number": used + 1, "scheduled": wanted},),
+            f"scheduling {', '.join(wanted)}{requested}",
+            (*requests, {"type": "cycle", "number": used + 1, "scheduled": wanted}),
             tuple(wanted),
         )
     if view["pending_work"]:
@@ -178,9 +224,18 @@ class Controller:
     principal = "controller"
     role = Role.CONTROLLER
 
-    def __init__(self, ledger: Ledger, *, clock: Any, turn_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        clock: Any,
+        turn_timeout_s: float = 60.0,
+        states: Callable[[str, int], WorkspaceState] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.clock = clock
+        self.states = states or Workspaces(ledger).state_at
+        """The state of a workspace at a version, for what the projection does not carry (``followups``)."""
         self.turn_timeout_s = turn_timeout_s
         self.memories: dict[str, CycleMemory] = {}
         self.last: dict[str, tuple[int, str, str]] = {}
@@ -210,7 +265,11 @@ class Controller:
             )
             return reclaims
         memory = self.memory(view["workspace_id"], view["workspace_version"])
-        decision = decide_next(view, memory, now, self.turn_timeout_s)
+        found = None
+        if view["status"] == "investigating":
+            state = self.states(view["workspace_id"], view["workspace_version"])
+            found = followups(state, get_reducer(view["reducer_version"]), now)
+        decision = decide_next(view, memory, now, self.turn_timeout_s, found)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once
         self.last[view["workspace_id"]] = key

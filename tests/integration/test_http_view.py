@@ -38,12 +38,13 @@ def test_the_view_is_reproducible_as_of_a_version(server: RunningServer) -> None
     assert (
         specialist.post("/workspaces/ws-view/contributions", json={"items": [observation("obs-1")]}).status_code == 201
     )
-    first = planner.get("/workspaces/ws-view/view", params={"budget_chars": 5000, "version": 2}).json()
+    at_v2 = {"budget_chars": 5000, "version": 2, "as_of": "2026-09-01T08:00:00Z"}
+    first = planner.get("/workspaces/ws-view/view", params=at_v2).json()
     assert (
         specialist.post("/workspaces/ws-view/contributions", json={"items": [observation("obs-2")]}).status_code == 201
     )
-    again = planner.get("/workspaces/ws-view/view", params={"budget_chars": 5000, "version": 2}).json()
-    assert first == again
+    again = planner.get("/workspaces/ws-view/view", params=at_v2).json()
+    assert first == again and first["as_of"] == "2026-09-01T08:00:00Z"
     head = planner.get("/workspaces/ws-view/view", params={"budget_chars": 5000}).json()
     assert head["built_from_version"] == 3 and head["text"] != first["text"]
 
