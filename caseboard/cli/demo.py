@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import shutil
 import sys
 from importlib import resources
 from pathlib import Path
@@ -78,9 +80,39 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
         out.write(f"  v{outcome['workspace_version']:<3}{_story(json.loads(line), outcome, before, after)}\n")
         before = after
     final = app.workspaces.show(workspace_id, 20)
-    out.write("\nThe workspace at version 20 (caseboard show incident-042 --at-version 20 --format yaml):\n\n")
+    again = command_line(app.database_url, "show", workspace_id, "--at-version", "20", "--format", "yaml")
+    out.write(f"\nThe workspace at version 20 ({again}):\n\n")
     emit_document(final if args.full else {k: final[k] for k in CONTRACT_KEYS}, "yaml")
     return 0
+
+
+def command_line(database_url: str, *args: str, argv0: str | None = None, cwd: Path | None = None) -> str:
+    """A caseboard command that works when pasted into a shell in the current folder: this very program (by
+    name when that is what ``PATH`` finds, else by its path) on this very ledger."""
+    return " ".join(shlex.quote(part) for part in [*program(argv0, cwd), "--database-url", database_url, *args])
+
+
+def program(argv0: str | None = None, cwd: Path | None = None) -> list[str]:
+    """How to run this program again: ``caseboard`` when ``PATH`` finds this one, ``.venv/bin/caseboard``
+    (relative to ``cwd`` where it lies below it), or ``python -m caseboard``."""
+    argv0 = argv0 if argv0 is not None else sys.argv[0]
+    here = (cwd or Path.cwd()).resolve()
+    path = Path(argv0)
+    if path.name != "caseboard" or not (path.is_file() or shutil.which(argv0)):
+        return [_relative(Path(sys.executable), here), "-m", "caseboard"]
+    found = shutil.which("caseboard")
+    if found and Path(found).resolve() == Path(shutil.which(argv0) or argv0).resolve():
+        return ["caseboard"]
+    return [_relative(Path(shutil.which(argv0) or argv0), here)]
+
+
+def _relative(path: Path, here: Path) -> str:
+    absolute = path if path.is_absolute() else here / path
+    try:
+        relative = absolute.relative_to(here)
+    except ValueError:
+        return str(absolute)
+    return str(relative) if relative.parts and relative.parts[0] != ".." else str(absolute)
 
 
 def _story(contribution: dict[str, Any], outcome: dict[str, Any], before: Any, after: dict[str, Any]) -> str:
