@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
 from caseboard.api import routes_events, routes_ops, routes_read, routes_write
+from caseboard.api.docs_assets import serve_docs_offline
 from caseboard.api.errors import ApiError, on_api_error, on_caseboard_error, on_validation_error
 from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.metrics import MetricsMiddleware
@@ -63,6 +64,7 @@ def create_app(
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops):
         api.include_router(module.router)
+    serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     api.add_exception_handler(ApiError, on_api_error)
     api.add_exception_handler(RequestValidationError, on_validation_error)
     api.add_exception_handler(CaseboardError, on_caseboard_error)
