@@ -1,7 +1,8 @@
 """Selective routing: who needs to hear about a commit, decided from the commit and the state after it.
 
-``route(commit, state)`` is pure. ``state`` is the workspace-rules-v1 state folded up to and including
-``commit``. Nobody is told about everything: the planner hears about proposals that now require
+``route(commit, state)`` is pure. ``state`` is the workspace state folded up to and including ``commit``;
+statuses and what a proposal rests on come from the reducer's interface (the current reducer unless another
+is named). Nobody is told about everything: the planner hears about proposals that now require
 revalidation and about changed evidence under its hypotheses; the verifier about claims to check; the
 specialists of a kind about open requests of that kind; the reporter about status changes; snapshot
 subscribers get one coalescible notice per commit, history consumers every commit (docs/adr/0010).
@@ -14,12 +15,7 @@ from collections.abc import Callable, Iterable
 from caseboard.dispatcher.notification import Notification, notification_id
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
-from caseboard.reducers.workspace_rules_v1.render import (
-    dependency_closure,
-    hypothesis_status,
-    needs_revalidation,
-)
-from caseboard.reducers.workspace_rules_v1.state import WorkspaceState
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 CHECK_SUFFIX = "_check"
 """A work request whose kind ends so is an external check a verifier can cite."""
@@ -27,7 +23,8 @@ CHECK_SUFFIX = "_check"
 TURN_AUDIENCES = ("planner", "verifier", "reporter")
 
 
-def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
+def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState] | None = None) -> list[Notification]:
+    reducer = reducer or get_reducer()
     out: dict[str, Notification] = {}
     version, ws = commit.version, commit.workspace_id
 
@@ -52,7 +49,7 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
     for item, decision in zip(commit.items, commit.decisions, strict=True):
         match item:
             case it.Hypothesis() if item.supporting_evidence:
-                _claim_to_check(add, state, item.id)
+                _claim_to_check(add, state, reducer, item.id)
             case it.Link():
                 add(
                     "evidence_changed",
@@ -61,7 +58,7 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
                     evidence_revisions=_revisions(state, [item.observation]),
                 )
                 if item.relation == "supports":
-                    _claim_to_check(add, state, item.hypothesis)
+                    _claim_to_check(add, state, reducer, item.hypothesis)
             case it.Verification():
                 add("evidence_changed", "planner", item.claim, evidence_revisions={item.claim: version})
             case it.WorkRequest():
@@ -72,7 +69,7 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
             case it.WorkResult() if item.status == "completed":
                 if state.work[item.request_id].kind.endswith(CHECK_SUFFIX):
                     for hyp_id in state.hypotheses:
-                        _claim_to_check(add, state, hyp_id)
+                        _claim_to_check(add, state, reducer, hyp_id)
             case it.Cycle():
                 for principal in item.scheduled:
                     audience = principal.split("-", 1)[0]
@@ -86,9 +83,9 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
         if escalation:
             add("status_changed", "reporter", escalation["to"])
     for proposal in state.proposals.values():
-        if proposal.decision in ("revised", "withdrawn") or not needs_revalidation(state, proposal, commit.at):
+        if reducer.proposal_status(state, proposal, commit.at) != "requires_revalidation":
             continue
-        closure = dependency_closure(state, proposal)
+        closure = reducer.rests_on(state, proposal)
         touched = [ref for ref in closure if state.material.get(ref, 0) == version]
         if proposal.version == version or touched or state.constraints_version == version:
             add(
@@ -103,9 +100,11 @@ def route(commit: Commit, state: WorkspaceState) -> list[Notification]:
     return list(out.values())
 
 
-def _claim_to_check(add: Callable[..., None], state: WorkspaceState, hyp_id: str) -> None:
+def _claim_to_check(
+    add: Callable[..., None], state: WorkspaceState, reducer: Reducer[WorkspaceState], hyp_id: str
+) -> None:
     hyp = state.hypotheses[hyp_id]
-    if hypothesis_status(hyp) in ("confirmed", "refuted") or not hyp.supporting:
+    if reducer.hypothesis_status(state, hyp) in ("confirmed", "refuted") or not hyp.supporting:
         return
     add(
         "claim_to_check",
