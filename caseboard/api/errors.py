@@ -11,6 +11,9 @@ line prints, with a status code chosen per token (docs/adr/0030-http-api.md):
     unknown_workspace                                                   404  also another tenant's workspace
     unauthenticated                                                     401  no key, or a revoked or wrong one
     unavailable                                                         503  the ledger cannot be reached
+    not_found, method_not_allowed                                       404, 405  no such route, or method
+
+A body over the size limit is ``invalid`` with 413 (docs/adr/0045).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from caseboard.api.models import Refusal
 from caseboard.coordinator.parse import refusal_from
@@ -49,6 +53,8 @@ STATUS: dict[str, int] = {
     Reason.UNKNOWN_WORKSPACE: 404,
     "unauthenticated": 401,
     "unavailable": 503,
+    "not_found": 404,
+    "method_not_allowed": 405,
 }
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -60,6 +66,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "the request does not fit the contract (`invalid`, `unknown_reference`)",
     },
     503: {"model": Refusal, "description": "the ledger cannot be reached (`unavailable`)"},
+}
+TOO_LARGE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    413: {"model": Refusal, "description": "the body is over the size limit (`invalid`, field `$`)"},
 }
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
     409: {
@@ -88,6 +97,39 @@ def refusal_response(outcome: dict[str, Any], headers: dict[str, str] | None = N
 def unknown_workspace(workspace_id: str) -> ApiError:
     """The one answer for a workspace that does not exist and for one of another tenant."""
     return ApiError(Reason.UNKNOWN_WORKSPACE, str(UnknownWorkspace(workspace_id)), field="workspace_id")
+
+
+def too_large(length: int | None, limit: int) -> JSONResponse:
+    """The answer to a body over ``limit`` bytes (``length`` when the client announced it)."""
+    size = "more than" if length is None else f"{length} bytes,"
+    body = {
+        "ok": False,
+        "reason": Reason.INVALID.value,
+        "message": f"the body is {size} over the limit of {limit} bytes: large material lives behind evidence_ref",
+        "field": "$",
+    }
+    return JSONResponse(body, status_code=413)
+
+
+async def on_http_error(request: Request, error: Exception) -> JSONResponse:
+    """Starlette's own errors (no such route, a method the route does not take, a body over the limit, a body
+    it could not read) in the one error shape."""
+    assert isinstance(error, StarletteHTTPException)
+    where = f"{request.method} {request.url.path}"
+    headers = dict(error.headers) if error.headers else None
+    if error.status_code == 404:
+        body = {"ok": False, "reason": "not_found", "message": f"no route for {where}: the routes are at /docs"}
+    elif error.status_code == 405:
+        allowed = (headers or {}).get("allow", "")
+        body = {"ok": False, "reason": "method_not_allowed", "message": f"{where}: allowed methods: {allowed}"}
+    elif error.status_code == 413:
+        body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{where}: {error.detail}", "field": "$"}
+    elif error.status_code < 500:
+        body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{where}: {error.detail}", "field": "$"}
+        return JSONResponse(body, status_code=422, headers=headers)
+    else:
+        body = {"ok": False, "reason": "unavailable", "message": f"{where}: {error.detail}"}
+    return JSONResponse(body, status_code=error.status_code, headers=headers)
 
 
 async def on_api_error(request: Request, error: Exception) -> JSONResponse:

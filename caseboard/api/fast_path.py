@@ -1,21 +1,28 @@
-"""The submit route's common case, answered without FastAPI's request machinery (ADR 0034).
+"""The write routes' bodies checked before anything parses them, and the submit route's common case answered
+without FastAPI's request machinery (ADRs 0034, 0045).
+
+Every ``POST /workspaces`` and ``POST /workspaces/{id}/contributions`` with a JSON body meets ``_write``
+first, on both paths: a body over the size limit is refused from its ``Content-Length`` (or as soon as a
+chunked one crosses it) with 413, and the body is parsed once by ``caseboard.coordinator.parse.parse_json``
+(a cheap bound on its number of values, then strict JSON validation in one pass); a body that is not valid
+is refused with 422 ``invalid`` there. No body costs the event loop more than a few milliseconds of CPU, and
+none reaches FastAPI's own parser unless it is valid.
 
 Submitting contributions is what the API does most. Through FastAPI, each submission crosses about a dozen
 ASGI layers, route matching and dependency solving before the route runs: about two thirds of the server's
-CPU per request. ``CaseboardAPI`` takes the common case (a key already in the cache, a JSON body that
-validates) straight to the route's own code: ``authorize``, ``ContributionRequest`` and
-``submit_contribution``, run in a thread pool of its own.
+CPU per request. ``CaseboardAPI`` takes the common case (a key already in the cache, a visible workspace)
+straight to the route's own code: ``authorize`` and ``submit_contribution``, run on the loop (ADR 0035) or
+in a thread pool of its own.
 
-Everything else is handed on, untouched, to the FastAPI route, which answers it exactly as the OpenAPI
-document says: no key or an uncached one, a role the key does not hold, a body that is too large, not JSON
-or not valid, a workspace that is not visible, a body that names another workspace or tenant. The body read
-so far is replayed to it. Nothing is committed before a request is handed on, so nothing is committed twice.
+Everything else is handed on, with the body replayed, to the FastAPI route, which answers it exactly as the
+OpenAPI document says: no key or an uncached one, a role the key does not hold, a workspace that is not
+visible, a body that names another workspace or tenant. Nothing is committed before a request is handed on,
+so nothing is committed twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -23,15 +30,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from caseboard.api.auth import ROLE_HEADER, Caller, authorize
-from caseboard.api.errors import ApiError, on_caseboard_error
-from caseboard.api.models import ContributionRequest
+from caseboard.api.errors import ApiError, on_caseboard_error, on_http_error, refusal_response, too_large
+from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.routes_write import WORKSPACE_ID, contribution_of, respond, submit_contribution
 from caseboard.api.services import Services
-from caseboard.domain.errors import CaseboardError
+from caseboard.coordinator.parse import parse_json
+from caseboard.domain.errors import CaseboardError, Refused
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -40,62 +49,98 @@ Send = Callable[[Message], Awaitable[None]]
 
 SUBMIT_PATH = re.compile(r"/workspaces/([^/]+)/contributions")
 SUBMIT_ROUTE = "/workspaces/{workspace_id}/contributions"
+OPEN_PATH = "/workspaces"
+MAX_BODY_DEFAULT = 2 * 1024 * 1024
 WORKSPACE = re.compile(WORKSPACE_ID)
 ROLE = ROLE_HEADER.lower().encode()
 
 
 class CaseboardAPI(FastAPI):
-    """FastAPI, with the common case of the submit route answered directly (module docstring). Its body
-    limit is FastAPI's own ``max_body_size``."""
+    """FastAPI, with the bodies of the write routes checked first and the common case of the submit route
+    answered directly (module docstring). Its body limit is FastAPI's own ``max_body_size``."""
 
     fast_submit = True
-    """False hands every submission to the FastAPI route (tests compare the two)."""
+    """False hands every valid submission to the FastAPI route (tests compare the two)."""
     submit_threads = 32
     _executor: ThreadPoolExecutor | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_exception_handler(StarletteHTTPException, on_http_error)  # 404, 405, 413: the contract's shape
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.fast_submit and scope["type"] == "http" and scope["method"] == "POST":
+        if scope["type"] == "http" and scope["method"] == "POST":
             match = SUBMIT_PATH.fullmatch(scope["path"])
-            if match is not None:
-                handed_on = await self._submit(match[1], scope, receive, send)
+            if match is not None or scope["path"] == OPEN_PATH:
+                handed_on = await self._write(None if match is None else match[1], scope, receive, send)
                 if handed_on is None:
                     return
                 receive = handed_on
         await super().__call__(scope, receive, send)
 
-    async def _submit(self, workspace_id: str, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Answer the request and return None, or return the ``receive`` to hand the request on with."""
+    async def _write(self, workspace_id: str | None, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The body of a write route checked before anything parses it in full (ADR 0045): over the size limit
+        (413), or not valid by ``parse_json`` (422), it is answered here; a valid submission may then take the
+        fast path. Returns None when answered, else the ``receive`` to hand the request on with."""
         started = time.perf_counter()
-        svc: Services = self.state.services
+        route = OPEN_PATH if workspace_id is None else SUBMIT_ROUTE
         headers = _first_headers(scope)
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_DEFAULT
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await self._answer(too_large(int(length), limit), scope, receive, send, route, started)
+            return None
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        length = headers.get(b"content-length", b"0")
-        if (
-            scheme.lower() != "bearer"
-            or not token
-            or content_type != b"application/json"
-            or not length.isdigit()
-            or self.max_body_size is None
-            or int(length) > self.max_body_size
-            or not WORKSPACE.fullmatch(workspace_id)
-        ):
-            return receive
+        if not (content_type == b"application/json" or content_type.endswith(b"+json")):
+            return receive  # not parsed as JSON by the route either: it refuses the body as it is
+        body, complete = await _read_body(receive, limit)
+        if not complete:
+            if len(body) <= limit:  # the client went away: nothing to answer
+                return _replaying(body, receive, more_body=True)
+            await self._answer(too_large(None, limit), scope, receive, send, route, started)
+            return None
+        try:
+            if workspace_id is None:
+                parse_json(OpenWorkspaceRequest, body)
+                return _replaying(body, receive)
+            request = parse_json(ContributionRequest, body)
+        except Refused as refusal:
+            await self._answer(refusal_response(refusal.to_outcome()), scope, receive, send, route, started)
+            return None
+        if self.fast_submit and await self._submit(workspace_id, request, headers, scope, receive, send, started):
+            return None
+        return _replaying(body, receive)
+
+    async def _answer(
+        self, response: Response, scope: Scope, receive: Receive, send: Send, route: str, started: float
+    ) -> None:
+        await response(scope, receive, send)
+        svc: Services = self.state.services
+        svc.metrics.request("POST", route, response.status_code, time.perf_counter() - started)
+
+    async def _submit(
+        self,
+        workspace_id: str,
+        request: ContributionRequest,
+        headers: dict[bytes, bytes],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        started: float,
+    ) -> bool:
+        """Answer a valid submission on the fast path and return True, or return False to hand it on."""
+        svc: Services = self.state.services
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer" or not token or not WORKSPACE.fullmatch(workspace_id):
+            return False
         key = svc.key_cache.get(token)
         if key is None:
-            return receive
+            return False
         role = headers.get(ROLE)
         try:
             who = authorize(key, None if role is None else role.decode("latin-1"))
         except ApiError:
-            return receive
-        body, complete = await _read_body(receive, self.max_body_size)
-        if not complete:
-            return _replaying(body, receive, more_body=True)
-        try:
-            request = ContributionRequest.model_validate(json.loads(body))
-        except Exception:  # not JSON, not valid, nested too deep: the route answers it as documented
-            return _replaying(body, receive)
+            return False
         on_loop = False
         try:
             response = await self._submit_on_loop(svc, who, workspace_id, request)
@@ -105,7 +150,7 @@ class CaseboardAPI(FastAPI):
                     self._submitters(), submit_contribution, svc, who, workspace_id, request
                 )
         except ApiError:  # raised before anything was committed: the route answers it
-            return _replaying(body, receive)
+            return False
         except CaseboardError as error:
             response = await on_caseboard_error(Request(scope), error)
         except BaseException:  # uvicorn answers 500, as FastAPI's own error middleware would
@@ -114,7 +159,7 @@ class CaseboardAPI(FastAPI):
         await response(scope, receive, send)
         seconds = time.perf_counter() - started
         svc.metrics.request("POST", SUBMIT_ROUTE, response.status_code, seconds, fast=True, on_loop=on_loop)
-        return None
+        return True
 
     @staticmethod
     async def _submit_on_loop(

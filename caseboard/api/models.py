@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from caseboard.domain.contribution import MAX_ITEMS, IdempotencyKey
-from caseboard.domain.items import Id, Item, Role, RuntimeLimits, Scope, Text
+from caseboard.domain.items import Item, Role, RuntimeLimits, Scope, Text, WorkspaceId, bounded_json
 
 
 class _Request(BaseModel):
@@ -24,9 +24,15 @@ class _Open(BaseModel):
 
 
 class ContributionRequest(_Request):
-    """A contribution as submitted over HTTP. The author comes from the API key, never from the body."""
+    """A contribution as submitted over HTTP. The author comes from the API key, never from the body.
 
-    workspace_id: Id | None = Field(None, description="optional; when present it must name the workspace in the path")
+    Parsed by ``caseboard.coordinator.parse.parse_json`` (strict JSON, in one pass). ``items`` is a list, not a
+    tuple: pydantic checks a list's length before its elements, so a list over ``MAX_ITEMS`` costs one check
+    rather than an error per element; the contribution made from it holds a tuple."""
+
+    workspace_id: WorkspaceId | None = Field(
+        None, description="optional; when present it must name the workspace in the path"
+    )
     author: dict[str, Any] | None = Field(
         None, description="ignored: the author is the API key's principal and the role it acts in"
     )
@@ -36,13 +42,18 @@ class ContributionRequest(_Request):
         None,
         description="honoured only by a server started with --trust-timestamps (recorded incidents)",
     )
-    items: Annotated[tuple[Item, ...], Field(min_length=1, max_length=MAX_ITEMS)]
+    items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
+
+    @field_validator("author")
+    @classmethod
+    def _author_is_bounded(cls, author: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if author is None else bounded_json(author, 4096)
 
 
 class OpenWorkspaceRequest(_Request):
     """Open a workspace: the operator's ``open`` item. ``scope.tenant_id`` must be the key's tenant."""
 
-    workspace_id: Id
+    workspace_id: WorkspaceId
     scope: Scope
     goal: Text
     runtime_limits: RuntimeLimits

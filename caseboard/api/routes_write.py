@@ -8,14 +8,14 @@ from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 
 from caseboard.api.auth import Caller, CallerDep, ServicesDep, visible
-from caseboard.api.errors import CONFLICT_RESPONSE, ERROR_RESPONSES, ApiError, refusal_response
+from caseboard.api.errors import CONFLICT_RESPONSE, ERROR_RESPONSES, TOO_LARGE_RESPONSE, ApiError, refusal_response
 from caseboard.api.models import Accepted, ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason
 
-WORKSPACE_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+WORKSPACE_ID = it.WORKSPACE_ID_PATTERN
 WorkspaceId = Annotated[str, Path(pattern=WORKSPACE_ID, description="the workspace id, e.g. incident-042")]
 
 router = APIRouter(tags=["contributions"])
@@ -23,6 +23,7 @@ WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": Accepted, "description": "an idempotent retry: the original outcome, nothing appended"},
     **ERROR_RESPONSES,
     **CONFLICT_RESPONSE,
+    **TOO_LARGE_RESPONSE,
 }
 
 
@@ -98,7 +99,7 @@ def contribution_of(who: Caller, workspace_id: str, body: ContributionRequest) -
         expected_version=body.expected_version,
         idempotency_key=body.idempotency_key,
         at=body.at,
-        items=body.items,
+        items=tuple(body.items),
     )
 
 

@@ -1,57 +1,89 @@
-"""Turning submitted JSON into a Contribution, or into an ``invalid`` refusal that names the field."""
+"""Turning submitted JSON into a Contribution (or an HTTP request body), or into an ``invalid`` refusal that
+names the field. The one parser of submitted JSON: the command line, the HTTP fast path and the HTTP routes.
+
+Validation is strict and in one pass, straight from the bytes (pydantic's JSON mode): ``"300"`` is not an
+int, ``2.0`` and ``true`` are not 2 and 1, a number is not a timestamp, an ISO string is one; what is not
+valid UTF-8, nests deeper than the parser allows or holds a number out of range is ``invalid`` too. Before
+that, a cheap bound on the work: a body with more JSON values than ``MAX_JSON_VALUES`` is refused without
+being parsed, so no body costs more than a few milliseconds of CPU (docs/adr/0045).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from caseboard.domain.contribution import Contribution
+from caseboard.domain.contribution import MAX_ITEMS, Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.items import ITEM_TYPES
 
 log = structlog.get_logger("caseboard.coordinator")
 
+M = TypeVar("M", bound=BaseModel)
+
+MAX_JSON_VALUES = 10_000
+"""The most JSON values (scalars, arrays, objects) a submitted body may hold: more than a contribution of
+``MAX_ITEMS`` items of prose needs, and few enough to validate in about a millisecond (about 15 ms for a body
+that is wrong at every value). Counted as the body's ``,`` ``[`` and ``{`` bytes: an upper bound found at C
+speed without parsing (those inside strings count too), and only for a body longer than the bound."""
+
+_NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b",[{")
+
+
+def parse_json(model: type[M], raw: str | bytes) -> M:
+    """``raw`` validated strictly as JSON into ``model``, or an ``invalid`` ``Refused`` naming the field."""
+    body = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(body) > MAX_JSON_VALUES and len(body.translate(None, _NOT_STRUCTURAL)) >= MAX_JSON_VALUES:
+        raise Refused(
+            Reason.INVALID,
+            f"the body holds more than {MAX_JSON_VALUES} JSON values: a contribution has at most {MAX_ITEMS} "
+            "items of short claims (put large material behind evidence_ref)",
+            field="$",
+        )
+    try:
+        return model.model_validate_json(body, strict=True)
+    except ValidationError as error:
+        raise refusal_from(error.errors(include_url=False, include_input=False)) from None
+
 
 def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
-    """Validated strictly as JSON: ``"300"`` is not an int, ``true`` is not 1, a number is not a timestamp.
+    """A contribution from the command line (one JSON line) or a program (a dict), by ``parse_json``.
 
     A refusal is logged here (``contribution_refused``, like the coordinator's), since it never reaches it.
     """
-    data: dict[str, Any] = {}
     try:
-        text: str | bytes
-        if isinstance(raw, dict):
-            data, text = raw, json.dumps(raw)
-        else:
-            data, text = _json_object(raw), raw
-        try:
-            return Contribution.model_validate_json(text, strict=True)
-        except ValidationError as error:
-            raise refusal_from(error.errors(include_url=False)) from None
+        text = json.dumps(raw) if isinstance(raw, dict) else raw
+        return parse_json(Contribution, text)
     except Refused as refusal:
-        author = data.get("author")
+        workspace_id, author = _who(raw)
         log.info(
             "contribution_refused",
-            workspace_id=_short_id(data.get("workspace_id")),
-            author=_short_id(author.get("principal") if isinstance(author, dict) else None),
+            workspace_id=workspace_id,
+            author=author,
             reason=refusal.reason.value,
             field=refusal.field,
         )
         raise
 
 
-def _json_object(raw: str | bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise Refused(Reason.INVALID, f"not JSON: {error}", field="$") from None
+def _who(raw: str | bytes | dict[str, Any]) -> tuple[str | None, str | None]:
+    """The workspace and author a refused contribution names, for the log: only from a small JSON object."""
+    data: Any = raw
+    if not isinstance(raw, dict):
+        if len(raw) > 65536:
+            return None, None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None, None
     if not isinstance(data, dict):
-        raise Refused(Reason.INVALID, "a contribution is a JSON object", field="$")
-    return data
+        return None, None
+    author = data.get("author")
+    return _short_id(data.get("workspace_id")), _short_id(author.get("principal") if isinstance(author, dict) else None)
 
 
 def _short_id(value: Any) -> str | None:
@@ -78,6 +110,10 @@ def refusal_from(problems: Sequence[Any]) -> Refused:
         message = "unknown field: items accept no fields beyond their own"
     elif kind == "missing":
         message = "required field is missing"
+    elif kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    elif kind == "json_invalid":
+        message = f"not JSON: {first.get('ctx', {}).get('error', message)}"
     elif kind == "string_too_long":
         limit = first.get("ctx", {}).get("max_length")
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"

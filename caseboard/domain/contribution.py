@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, Field, StringConstraints
 
-from caseboard.domain.items import Frozen, Id, Item, Role
+from caseboard.domain.items import Frozen, Id, Item, Role, WorkspaceId
 
 IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 MAX_ITEMS = 100
@@ -20,7 +20,7 @@ class Author(Frozen):
 
 
 class Contribution(Frozen):
-    workspace_id: Id
+    workspace_id: WorkspaceId
     author: Author
     expected_version: Annotated[int, Field(ge=1)] | None = None
     idempotency_key: IdempotencyKey | None = None

@@ -24,6 +24,9 @@ MAX_TEXT = 4096
 """Statements, summaries, rationales and questions are short claims; large material lives behind a ref."""
 
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$")]
+WORKSPACE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+"""A workspace id is an ``Id`` without ``/``: it is one path segment of every route (docs/adr/0046)."""
+WorkspaceId = Annotated[str, StringConstraints(pattern=WORKSPACE_ID_PATTERN)]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
@@ -33,6 +36,8 @@ MAX_REFS = 256
 """A list of references (evidence, dependencies, targets) names at most this many ids."""
 MAX_OUTPUT_CHARS = 65536
 """A recorded judgment's output, as compact JSON, is at most this long; larger material lives behind a ref."""
+MAX_DEPTH = 32
+"""A free-form value (a judgment's output) nests at most this many arrays and objects (docs/adr/0045)."""
 Ids = Annotated[tuple[Id, ...], Field(max_length=MAX_REFS)]
 Names = Annotated[tuple[Name, ...], Field(max_length=MAX_REFS)]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]
@@ -247,12 +252,38 @@ class Judgment(Frozen):
     @field_validator("output")
     @classmethod
     def _output_is_bounded(cls, output: dict[str, Any]) -> dict[str, Any]:
-        size = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False))
-        if size > MAX_OUTPUT_CHARS:
-            raise ValueError(
-                f"output is {size} characters as JSON; at most {MAX_OUTPUT_CHARS} (put the rest behind a ref)"
-            )
-        return output
+        return bounded_json(output, MAX_OUTPUT_CHARS)
+
+
+def bounded_json(value: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """A free-form value stored as it was submitted, or a ``ValueError``: at most ``max_chars`` as compact JSON,
+    at most ``MAX_DEPTH`` levels of nesting, and no NaN or Infinity (JSON has no such numbers: they would be
+    stored as null)."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError("holds NaN or Infinity, which JSON cannot carry: send a string or null") from None
+    if len(text) > max_chars:
+        raise ValueError(f"is {len(text)} characters as JSON; at most {max_chars} (put the rest behind a ref)")
+    # Fewer brackets than the bound (those in strings count too) cannot nest deeper: no walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise ValueError(f"nests more than {MAX_DEPTH} levels of arrays and objects; at most {MAX_DEPTH}")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How many arrays and objects nest in ``value`` (iteratively: a deep value must not exhaust the stack)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list | tuple) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return deepest
 
 
 class Cycle(Frozen):
