@@ -263,6 +263,8 @@ def bounded_json(value: dict[str, Any], max_chars: int) -> dict[str, Any]:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError:
         raise ValueError("holds NaN or Infinity, which JSON cannot carry: send a string or null") from None
+    except RecursionError:
+        raise ValueError(f"nests more than {MAX_DEPTH} levels of arrays and objects; at most {MAX_DEPTH}") from None
     if len(text) > max_chars:
         raise ValueError(f"is {len(text)} characters as JSON; at most {max_chars} (put the rest behind a ref)")
     # Fewer brackets than the bound (those in strings count too) cannot nest deeper: no walk.
