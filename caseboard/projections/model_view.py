@@ -26,6 +26,7 @@ import dataclasses
 import json
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -166,6 +167,12 @@ def build_view(
         stale_proposals=found.stale_proposals,
         text=text,
     )
+
+
+def judgment_basis(view: ModelView) -> dict[str, Any]:
+    """What a participant that builds on ``view`` records in its judgment's ``output``: the time of use and the
+    version it was given, so an auditor sees what it could have known (ADR 0062)."""
+    return {"view_as_of": view.as_of, "view_version": view.built_from_version, "view_role": view.role.value}
 
 
 def _choose(candidates: list[Candidate], sizes: list[int], room: int) -> set[int]:

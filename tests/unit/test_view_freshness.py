@@ -9,6 +9,7 @@ from typing import Any
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.projections.freshness import expired_since, stale_now_header, stale_now_line
+from caseboard.projections.model_view import judgment_basis
 from caseboard.workers.controller import Controller
 from caseboard.workers.runtime import bounded_view
 from tests.unit.board import Board, FakeClock, hyp, iso, link, obs, proposal
@@ -159,3 +160,22 @@ def test_with_no_cycles_left_the_handoff_names_the_proposal_resting_on_expired_e
     [status] = items
     assert status["type"] == "status" and status["to"] == "budget_exhausted"
     assert "proposal p1 rests on expired evidence" in str(status["handoff"])
+
+
+def test_a_judgment_built_on_a_view_records_the_views_time_of_use_in_its_output() -> None:
+    board = fresh_board()
+    view = view_of(board, MONTHS_LATER)
+    basis = judgment_basis(view)
+    assert basis == {"view_as_of": "2026-09-01T08:00:00Z", "view_version": 4, "view_role": "planner"}
+    item = {
+        "type": "judgment",
+        "invocation_id": "inv-1",
+        "component": "planner",
+        "model": "m-1",
+        "prompt_sha256": "0" * 64,
+        "input_workspace_version": view.built_from_version,
+        "output": basis,
+    }
+    board.ok("planner", [item])
+    [commit] = board.ledger.read(board.workspace_id, after=4)
+    assert commit.items[0].model_dump()["output"]["view_as_of"] == "2026-09-01T08:00:00Z"
