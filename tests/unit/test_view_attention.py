@@ -120,7 +120,7 @@ def workspaces(draw: st.DrawFn) -> tuple[Board, int]:
         board.ok("specialist", [obs(f"c{c}", text), link(f"c{c}", f"h{target}", "challenges")])
     for q in range(draw(st.integers(0, 4))):
         board.ok("specialist", [{"type": "question", "id": f"q{q}", "text": "why? " * draw(st.integers(1, 20))}])
-    return board, draw(st.integers(MIN_BUDGET, 6000))
+    return board, draw(st.integers(MIN_BUDGET, 12000))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
