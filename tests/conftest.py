@@ -138,3 +138,9 @@ def contribution(
     return json.dumps(
         {"workspace_id": workspace_id, "author": {"principal": principal, "role": role}, "items": items, **envelope}
     )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_url(request: pytest.FixtureRequest) -> str:
+    """A ledger URL on each durable store: a fresh SQLite file, then a fresh PostgreSQL schema."""
+    return str(request.getfixturevalue(f"{request.param}_url"))

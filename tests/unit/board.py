@@ -35,9 +35,9 @@ class FakeClock:
 class Board:
     """One workspace: submit items as a role, read the ledger head and the projection."""
 
-    def __init__(self, workspace_id: str = "ws-1", *, trust_timestamps: bool = False) -> None:
+    def __init__(self, workspace_id: str = "ws-1", *, trust_timestamps: bool = False, url: str = "memory://") -> None:
         self.workspace_id = workspace_id
-        self.ledger: EventsourcingLedger = open_ledger("memory://")
+        self.ledger: EventsourcingLedger = open_ledger(url)
         self.clock = FakeClock()
         self.coordinator = Coordinator(self.ledger, clock=self.clock, trust_timestamps=trust_timestamps)
 
