@@ -1,10 +1,13 @@
 """Verifying a recorded chain: every commit's hash, every link, and the order of versions.
 
 A chain is intact when, reading in order, the n-th record is version n of one workspace, its ``hash`` is
-the SHA-256 of its stored JSON without its final ``hash`` member (``Commit.content_hash``), and its
-``previous_hash`` is the hash of the record before it. The first record that fails is reported with what failed:
+the SHA-256 of its stored bytes without its final ``,"hash":"<hex>"`` member (``stored_hash``: any change of
+the bytes, whitespace included, breaks it), those bytes are the commit's own compact JSON (what
+``Commit.content_hash`` hashes), and its ``previous_hash`` is the hash of the record before it
+(docs/adr/0047). The first record that fails is reported with what failed:
 
-- ``altered``: the content no longer matches its own hash (an UPDATE of a row, an edited line);
+- ``altered``: the stored bytes no longer match their own hash (an UPDATE of a row, an edited line, spaces
+  added);
 - ``unsealed``: a record without a hash (written before the chain existed, or stripped);
 - ``broken_link``: the record is intact but does not follow the one before (that one was re-sealed
   after an edit, or this one was);
@@ -19,6 +22,7 @@ unchanged; otherwise it is reported as ``anchor_missing`` (docs/adr/0021-verify-
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,8 +79,23 @@ class ChainReport:
         return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
 
 
+HASH_MEMBER = b',"hash":"'
+SEALED_TAIL = len(HASH_MEMBER) + 64 + 2  # ,"hash":"<64 hex>"}
+
+
+def stored_hash(data: bytes) -> str | None:
+    """The SHA-256 of a sealed record's stored bytes without their final ``,"hash":"<hex>"`` member (the bytes
+    the commit was sealed from), or None when the bytes do not end with such a member."""
+    if len(data) <= SEALED_TAIL or data[-SEALED_TAIL:-66] != HASH_MEMBER or data[-2:] != b'"}':
+        return None
+    return hashlib.sha256(data[:-SEALED_TAIL] + b"}").hexdigest()
+
+
 class ChainChecker:
-    """Takes records in their stored order and stops at the first problem."""
+    """Takes records in their stored order and stops at the first problem.
+
+    ``accept(record)`` is the check for a reader that folds what it checks (replay): the decoded commit
+    when the record holds, None once the chain is broken (``problem`` says why, ``report()`` the rest)."""
 
     def __init__(self, source: str, workspace_id: str | None = None, anchor: str | None = None) -> None:
         self.source = source
@@ -90,28 +109,38 @@ class ChainChecker:
     def feed(self, record: RawRecord, present: set[int] | None = None) -> bool:
         """Check the next record; False once the chain is broken. ``present`` (the versions found anywhere in
         a file) tells a missing version from a misplaced one."""
+        return self.accept(record, present) is not None
+
+    def accept(self, record: RawRecord, present: set[int] | None = None) -> Commit | None:
+        """``feed``, returning the decoded commit when the record holds (None once the chain is broken)."""
         if self.problem is not None:
-            return False
+            return None
         if record.keyed and record.position != self.expected:
-            return self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
+            self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
+            return None
         try:
             commit = decode_one(record)
         except UnreadableRecord as error:
-            return self._fail("unreadable", str(error))
-        return self._check(commit, record.where, present)
+            self._fail("unreadable", str(error))
+            return None
+        return commit if self._check(commit, record, present) else None
 
     def report(self) -> ChainReport:
         if self.problem is None and self.anchor is not None and self.anchored_version is None:
+            last = self.expected - 1
             self._fail(
                 "anchor_missing",
-                f"no commit has the anchored hash {self.anchor}: the chain ends at version {self.expected - 1} "
-                "before reaching it (cut off), was re-sealed after an edit, or the anchor is another workspace's",
+                f"no commit has the anchored hash {self.anchor}: the chain ends at version {last} before "
+                f"reaching it (cut off), a commit up to version {last} was re-sealed after an edit, or the anchor "
+                "is another workspace's",
+                version=last,
             )
         return ChainReport(
             self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem, self.anchored_version
         )
 
-    def _check(self, commit: Commit, where: str, present: set[int] | None) -> bool:
+    def _check(self, commit: Commit, record: RawRecord, present: set[int] | None) -> bool:
+        where = record.where
         if self.workspace_id is None:
             self.workspace_id = commit.workspace_id
         if commit.workspace_id != self.workspace_id:
@@ -124,8 +153,10 @@ class ChainChecker:
             return self._fail("out_of_order", f"{where} holds version {commit.version} where {self.expected} belongs")
         if commit.hash is None:
             return self._fail("unsealed", f"{where} carries no hash (written before the chain, or stripped)")
-        if commit.content_hash() != commit.hash:
-            return self._fail("altered", f"{where}: its content does not match its recorded hash")
+        if stored_hash(record.data) != commit.hash:
+            return self._fail("altered", f"{where}: its stored bytes do not match its recorded hash")
+        if commit.stored_json != record.data:
+            return self._fail("altered", f"{where}: its stored bytes are not the JSON of the commit they hold")
         if commit.previous_hash != self.previous_hash:
             return self._fail(
                 "broken_link",

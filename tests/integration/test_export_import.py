@@ -84,7 +84,7 @@ def test_import_with_an_anchor_refuses_a_file_cut_before_it_and_takes_one_that_h
     head = json.loads(lines[-1])["hash"]
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:-2]) + "\n")
-    with pytest.raises(ImportRefused, match="version 19 is anchor_missing"):
+    with pytest.raises(ImportRefused, match="version 18 is anchor_missing"):  # the last version the file holds
         import_file(target, cut, anchor=head)
     assert target.head("incident-042") == 0
     assert import_file(target, CORPUS / "incident-042.jsonl", anchor=head).commits == 20
