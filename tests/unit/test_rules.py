@@ -834,3 +834,18 @@ def test_a_snapshot_that_cannot_be_written_does_not_fail_the_commit_it_follows()
     outcome = coordinator.submit(parse_contribution(cycle))
     assert outcome["ok"] and outcome["workspace_version"] == 2
     assert coordinator.workspaces.current("w").version == 2 == ledger.head("w")
+
+
+def test_a_review_names_its_affected_assumptions_as_short_text_or_ids() -> None:
+    board = opened()
+    supported_proposal(board)
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    item = review("prop-1", "retained", board.head)
+    item["affected_assumptions"] = ["the connection pool was warm before 14:00", "hyp-1"]
+    board.ok("planner", [item])
+    assert board.proposal_status("prop-1") == "current"
+    item = review("prop-1", "revised", board.head)
+    item["affected_assumptions"] = ["x" * 513]
+    outcome = refused(board, "invalid", "planner", [item])
+    assert outcome["field"].startswith("items[0].affected_assumptions")
