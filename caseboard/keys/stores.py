@@ -184,27 +184,36 @@ def _sqlite(url: str) -> SqlKeyStore:
 
 
 def _postgres(url: str, pool_size: int) -> SqlKeyStore:
+    """Keys on PostgreSQL, through the ledger's kind of pool: every wait bounded, and a prompt
+    ``LedgerUnavailable`` while the database is unreachable (caseboard/ledger/connections.py)."""
     import psycopg
-    from psycopg_pool import ConnectionPool
+
+    from caseboard.ledger.connections import Connections
 
     parts = urlparse(url)
     schema = parse_qs(parts.query).get("schema", ["public"])[0]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
         raise ConfigurationError(f"schema {schema!r} is not a plain SQL identifier")
     conninfo = urlunparse(parts._replace(scheme="postgresql", query=""))
+    pool = Connections({"conninfo": conninfo}, size=pool_size)
     try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+        with psycopg.connect(**pool.conninfo, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     except psycopg.Error as error:
         raise LedgerUnavailable(f"cannot reach PostgreSQL for the key store: {error}") from error
-    pool = ConnectionPool(conninfo, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True})
 
     def run(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
-            with pool.connection() as conn:
-                cursor = conn.execute(sql, params, prepare=True)
-                return cursor.fetchall() if cursor.description else []
+            conn = pool.getconn()
         except psycopg.Error as error:
+            raise LedgerUnavailable(f"the key store cannot reach PostgreSQL: {error}") from error
+        try:
+            cursor = conn.execute(sql, params, prepare=True)
+            rows = cursor.fetchall() if cursor.description else []
+        except psycopg.Error as error:
+            pool.putconn(conn, error)
             raise LedgerUnavailable(f"the key store failed: {error}") from error
+        pool.putconn(conn)
+        return rows
 
     return SqlKeyStore(f'"{schema}".{TABLE}', run, pool.close)

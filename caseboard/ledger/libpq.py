@@ -3,23 +3,46 @@
 psycopg's ``execute`` spends ~35-50 us of CPU per statement on its query cache, adaptation and result
 objects. For a fixed statement of known types (the append of one commit, the commit notifier's NOTIFY) the
 protocol exchange itself is ~10 us. ``exchange`` waits for the socket in ``select``, which releases the GIL
-as psycopg does (libpq's blocking ``PQexec`` would hold it for the whole round trip). Errors are psycopg's:
-``OperationalError`` when the connection is lost, the SQLSTATE's class otherwise (``raise_for``).
+as psycopg does (libpq's blocking ``PQexec`` would hold it for the whole round trip). Every wait is bounded
+by ``ANSWER_TIMEOUT_S`` (ADR 0040). Errors are psycopg's: ``OperationalError`` when the connection is lost
+or the server did not answer in time (the connection must then be closed: a statement may still be on its
+way), the SQLSTATE's class otherwise (``raise_for``).
 """
 
 from __future__ import annotations
 
 import select
+import time
 from typing import Any, NoReturn
 
 import psycopg
 from psycopg import pq
 
+ANSWER_TIMEOUT_S = 10.0
+"""The longest wait for the server to take a statement or to answer it. A commit takes milliseconds."""
 
-def send(pgconn: Any) -> None:
+
+class NoAnswer(psycopg.OperationalError):
+    """The server did not answer within ``ANSWER_TIMEOUT_S``: the connection is unusable."""
+
+
+def _wait(pgconn: Any, deadline: float, *, write: bool = False) -> None:
+    left = deadline - time.monotonic()
+    sockets = [pgconn.socket]
+    ready = (
+        select.select([], sockets, [], max(left, 0.0))[1]
+        if write
+        else select.select(sockets, [], [], max(left, 0.0))[0]
+    )
+    if not ready:
+        raise NoAnswer(f"PostgreSQL did not answer within {ANSWER_TIMEOUT_S:g} s")
+
+
+def send(pgconn: Any, timeout_s: float = ANSWER_TIMEOUT_S) -> None:
     """After a ``send_*`` call: make sure that all of it has left for the server."""
+    deadline = time.monotonic() + timeout_s
     while pgconn.flush():
-        select.select([], [pgconn.socket], [])
+        _wait(pgconn, deadline, write=True)
 
 
 def exchange(pgconn: Any) -> Any:
@@ -28,12 +51,13 @@ def exchange(pgconn: Any) -> Any:
     return receive(pgconn)
 
 
-def receive(pgconn: Any) -> Any:
+def receive(pgconn: Any, timeout_s: float = ANSWER_TIMEOUT_S) -> Any:
     """After ``send``: wait for and drain the results; the first one."""
+    deadline = time.monotonic() + timeout_s
     first = None
     while True:
         while pgconn.is_busy():  # what has arrived is parsed; wait only when a result is not complete yet
-            select.select([pgconn.socket], [], [])
+            _wait(pgconn, deadline)
             pgconn.consume_input()
         result = pgconn.get_result()
         if result is None:

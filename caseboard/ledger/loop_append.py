@@ -11,14 +11,17 @@ row goes on the prepared statement of ``LedgerRecorder``; several in one multi-r
 than fails on, a taken (workspace, version). Each caller's ``meanwhile`` runs once its row is sent (or, if a
 batch is on its way, as it queues), and what it raises reaches that caller alone, after its row landed.
 
-If the connection fails, every caller of the batch on its way gets the error (none of its rows may have
-landed, or all of them: the coordinator forgets its cached state either way), and the next batch connects
-again.
+If the connection fails, or the server does not answer a batch within ``ANSWER_TIMEOUT_S``, every caller of
+the batch on its way gets the error (none of its rows may have landed, or all of them: the coordinator
+forgets its cached state either way), the connection is closed, and the next batch connects again. A
+connect runs on a thread of the loop's default executor, never on the loop's own: the callers that queue
+meanwhile wait for it (a bounded wait, ``connections.py``) and get its error if it fails (ADR 0040).
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,8 +30,11 @@ from psycopg import pq
 
 from caseboard.ledger import libpq
 from caseboard.ledger.group_commit import _Pending
+from caseboard.ledger.libpq import ANSWER_TIMEOUT_S, NoAnswer
 
 Row = tuple[str, int, str, bytes]
+WATCH_S = 0.2
+"""How often a batch on its way is looked after (a commit's answer normally comes within milliseconds)."""
 TYPES = (25, 20, 25, 17)  # text, bigint, text, bytea: the row's columns, sent in binary
 
 
@@ -55,6 +61,7 @@ class LoopAppender:
         insert: bytes,
         landed: Callable[[], None],
         max_batch: int = 64,
+        answer_timeout_s: float = ANSWER_TIMEOUT_S,
     ) -> None:
         self.loop = loop
         self._connect = connect
@@ -67,6 +74,10 @@ class LoopAppender:
         self._queue: list[_Waiting] = []
         self._batch: list[_Waiting] | None = None
         self._fd = -1
+        self._answer_timeout_s = answer_timeout_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._sent_at = 0.0
+        self._connecting: asyncio.Future[psycopg.Connection[Any]] | None = None
         self.batches = 0
         self.rows = 0
 
@@ -74,10 +85,10 @@ class LoopAppender:
         """Write ``row`` (alone or with others): its notification id, or None when its version is taken."""
         waiting = _Waiting(row, meanwhile, self.loop.create_future())
         self._queue.append(waiting)
-        if self._batch is None:
+        if self._batch is None and self._connecting is None:
             self._send()  # runs this row's meanwhile once it is sent
         else:
-            waiting.run_meanwhile()  # a batch is on its way: this one's work now, its row goes next
+            waiting.run_meanwhile()  # a batch or a connect is on its way: this one's work now, its row next
         return waiting.answer(await waiting.future)
 
     def close(self) -> None:
@@ -89,10 +100,14 @@ class LoopAppender:
             self._release(conn)
 
     def _send(self) -> None:
+        conn = self._conn
+        if conn is None or conn.closed:
+            self._connect_then_send()
+            return
         batch = self._batch = self._queue[: self._max_batch]
         del self._queue[: self._max_batch]
         try:
-            pgconn = self._connection().pgconn
+            pgconn = conn.pgconn
             params = [param for waiting in batch for param in libpq.commit_params(waiting.row)]
             if len(batch) == 1:
                 pgconn.send_query_prepared(self._prepared, params, libpq.BINARY)
@@ -108,6 +123,56 @@ class LoopAppender:
         for waiting in batch:
             waiting.run_meanwhile()
         self.loop.add_reader(self._fd, self._receive)
+        self._sent_at = self.loop.time()
+        self._timer = self.loop.call_later(WATCH_S, self._watch)
+
+    def _watch(self) -> None:
+        """A batch is still on its way after ``WATCH_S``: read what the socket holds (the loop has been seen
+        not to call the reader of a socket that a crashed server had closed: ADR 0040), or give up on the
+        connection once ``answer_timeout_s`` has passed."""
+        self._timer = None
+        if self._batch is None or self._fd < 0:
+            return
+        try:
+            readable = bool(select.select([self._fd], [], [], 0)[0])
+        except (OSError, ValueError):
+            readable = True  # the socket is gone: _receive meets the error
+        if readable:
+            self._receive()
+            if self._batch is None:
+                return
+        if self.loop.time() - self._sent_at >= self._answer_timeout_s:
+            self._fail(NoAnswer(f"PostgreSQL did not answer a commit within {self._answer_timeout_s:g} s"))
+            return
+        self._timer = self.loop.call_later(WATCH_S, self._watch)
+
+    def _connect_then_send(self) -> None:
+        """Open a connection on a thread; the queue goes once it is open, or gets its error."""
+        broken, self._conn = self._conn, None
+        if broken is not None:
+            self._release(broken)
+        if self._connecting is not None:
+            return
+        connecting = self._connecting = asyncio.ensure_future(self.loop.run_in_executor(None, self._connect))
+
+        def connected(done: asyncio.Future[psycopg.Connection[Any]]) -> None:
+            self._connecting = None
+            error = done.exception() if not done.cancelled() else psycopg.OperationalError("connect cancelled")
+            if error is not None:
+                queued, self._queue = self._queue, []
+                self._answer(
+                    queued, error if isinstance(error, psycopg.Error) else psycopg.OperationalError(str(error))
+                )
+                return
+            conn = done.result()
+            if self.loop.is_closed():
+                self._release(conn)
+                return
+            conn.pgconn.nonblocking = 1
+            self._conn = conn
+            self._send_if_idle()
+
+        connecting.add_done_callback(connected)
 
     def _flush(self) -> None:
         assert self._conn is not None
@@ -135,19 +200,21 @@ class LoopAppender:
         try:
             answers = _answers(batch, results)
         except psycopg.Error as error:
-            self._answer(batch, error)  # the statement failed: nothing of the batch was committed
+            # The statement failed, or the server ended the session instead of answering (a shutdown, a
+            # crash): nothing of the batch was committed.
+            self._answer(batch, _connection_error(results) if self._conn.closed else error)
         else:
             self._answer(batch, answers)
             if any(answer is not None for answer in answers):
                 self._landed()
         if self._queue:
-            self._send()
+            self._send()  # connects again first if the session ended
 
     def _fail(self, error: psycopg.Error) -> None:
         """The connection failed: the batch on its way gets the error, the next one a new connection."""
         conn, self._conn = self._conn, None
+        self._stop_watching()
         if conn is not None:
-            self._stop_watching()
             conn.close()
             self._release(conn)
         batch, self._batch = self._batch or [], None
@@ -156,7 +223,7 @@ class LoopAppender:
             self.loop.call_soon(self._send_if_idle)
 
     def _send_if_idle(self) -> None:
-        if self._batch is None and self._queue:
+        if self._batch is None and self._connecting is None and self._queue:
             self._send()
 
     def _answer(self, batch: Sequence[_Waiting], answers: Sequence[int | None] | BaseException) -> None:
@@ -171,16 +238,13 @@ class LoopAppender:
                 waiting.future.set_result(answers[index])
 
     def _stop_watching(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._fd >= 0:
             self.loop.remove_reader(self._fd)
             self.loop.remove_writer(self._fd)
             self._fd = -1
-
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or self._conn.closed:
-            self._conn = self._connect()
-            self._conn.pgconn.nonblocking = 1
-        return self._conn
 
     def _batch_statement(self, size: int) -> bytes:
         values = b", ".join(b"($%d, $%d, $%d, $%d)" % (4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4) for i in range(size))
@@ -191,6 +255,15 @@ class LoopAppender:
             + b" ON CONFLICT (originator_id, originator_version) DO NOTHING "
             + b"RETURNING originator_id, originator_version, notification_id"
         )
+
+
+def _connection_error(results: Sequence[Any]) -> psycopg.Error:
+    """The error of a batch whose connection closed as it was answered: the server's message if it sent one."""
+    for result in results:
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            message = (result.error_message or b"").decode(errors="replace").strip()
+            return psycopg.OperationalError(message or "the server closed the connection")
+    return psycopg.OperationalError("the server closed the connection")
 
 
 def _answers(batch: Sequence[_Waiting], results: Sequence[Any]) -> list[int | None]:

@@ -35,6 +35,7 @@ from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from caseboard.ledger import libpq
+from caseboard.ledger.connections import GuardedDatastore, connection_failed
 from caseboard.ledger.group_commit import GroupCommit
 from caseboard.ledger.loop_append import LoopAppender
 
@@ -68,8 +69,9 @@ def _landed(row: _Row, notification_id: int | None) -> int:
 
 
 class LedgerRecorder(PostgresApplicationRecorder):
-    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "caseboard_commits") -> None:
+    def __init__(self, datastore: GuardedDatastore, *, events_table_name: str = "caseboard_commits") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
+        self.connections = datastore.connections
         schema, table = Identifier(datastore.schema), Identifier(events_table_name)
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {schema}.{table} ("
@@ -176,8 +178,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
             cursor.execute(sql, [value for row in rows for value in row], prepare=True)
             inserted = {(r[0], r[1]): int(r[2]) for r in cursor.fetchall()}
             return [inserted.get((row[0], row[1])) for row in rows]
-        except psycopg.OperationalError:
-            self.release_writer()  # the connection is gone: the next batch takes a fresh one
+        except psycopg.Error as error:
+            if connection_failed(error):
+                self._release_thread_writer(error)  # the connection is gone: the next batch takes a fresh one
             raise
 
     def _writer_cursor(self) -> psycopg.Cursor[tuple[Any, ...]]:
@@ -187,15 +190,13 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def _writer_connection(self) -> psycopg.Connection[Any]:
         """A connection of the pool's, kept by a writer, with the one-row INSERT prepared on it."""
-        pool = self.datastore.pool
-        pool.open()
-        conn = pool.getconn()
+        conn = self.connections.getconn()
         try:
             prepared = conn.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", (APPEND_NAME,))
             if prepared.fetchone() is None:  # a connection a writer had before keeps its statement
                 conn.execute(self.prepare_append_statement)
-        except BaseException:
-            pool.putconn(conn)
+        except BaseException as error:
+            self.connections.putconn(conn, error)
             raise
         return conn
 
@@ -218,7 +219,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
             appender = self._on_loop = LoopAppender(
                 loop,
                 self._writer_connection,
-                self.datastore.pool.putconn,
+                self.connections.putconn,
                 prepared=APPEND_NAME.encode(),
                 insert=self._insert.as_bytes(None),
                 landed=self._appended,
@@ -226,14 +227,19 @@ class LedgerRecorder(PostgresApplicationRecorder):
         return appender
 
     def release_writer(self) -> None:
-        """Give the writers' connections back to the pool (before the pool closes, or once one broke)."""
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
-            self.datastore.pool.putconn(writer.connection)
+        """Give the writers' connections back to the pool, before the pool closes (the server has stopped)."""
+        self._release_thread_writer()
         on_loop, self._on_loop = self._on_loop, None
         if on_loop is not None:
             on_loop.close()
+
+    def _release_thread_writer(self, error: BaseException | None = None) -> None:
+        """Give the threads' writer connection back (``error``: it broke). The loop's appender keeps its own:
+        only its loop may touch it (``loop_append.py`` replaces it when it breaks)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+            self.connections.putconn(writer.connection, error)
 
     def _append_many(self, rows: list[_Row]) -> list[int]:
         """Several commits in one transaction (an import): all or none."""

@@ -98,21 +98,17 @@ def _tables_exist(conn: Any, schema: str) -> bool:
 
 
 def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int, *, create: bool) -> EventsourcingLedger:
-    from eventsourcing.postgres import PostgresDatastore
-
+    from caseboard.ledger.connections import GuardedDatastore
     from caseboard.ledger.postgres import LedgerRecorder, SnapshotRecorder
 
-    # One connection kept open, more on demand: the pool hands out idle connections first in, first out, so
-    # a pool of several idle connections makes a caller rotate through as many server backends, each with
-    # cold caches (measured: 465 against 385 microseconds per append). Appends do not use the pool's turn at
-    # all: the group commit's writer keeps a connection of its own (LedgerRecorder._writer_cursor).
-    datastore = PostgresDatastore(
+    # Connections are opened on demand and reused last in, first out (a caller keeps meeting the same warm
+    # backend), every wait on them bounded (caseboard/ledger/connections.py, ADR 0040). Appends do not take
+    # turns in the pool: the group commit's writer keeps a connection of its own (LedgerRecorder._writer_cursor).
+    datastore = GuardedDatastore(
         **conninfo,
         schema=schema,
-        pool_size=1,
-        max_overflow=pool_size * 3 - 1,
+        pool_size=pool_size * 3,
         originator_id_type="text",
-        connect_timeout=5,
     )
     try:
         events = LedgerRecorder(datastore, events_table_name=COMMITS_TABLE)
