@@ -135,20 +135,22 @@ def build_view(
     candidates = found.candidates
     preamble = _preamble(state, role, delimiter, reducer_version, when)
     width = 10 ** len(str(len(candidates) or 1))
-    present = list(dict.fromkeys(c.section for c in candidates))
-    closing_room = len(_closing(width, {name: width for name in present}, width, present)) + 1
-    room = budget_chars - len(preamble) - 1 - closing_room
+    room = budget_chars - len(preamble) - 1 - len(_closing(width, {}, 0, []))
     sizes = [len(_entry(c, width, delimiter).text) + 1 for c in candidates]
-    chosen = _choose(candidates, sizes, room)
-    shown = [_entry(c, n, delimiter) for n, c in enumerate((candidates[i] for i in sorted(chosen)), start=1)]
+    kept = _fit(candidates, sizes, _choose(candidates, sizes, room), budget_chars - len(preamble) - 1)
+    shown = [_entry(c, n, delimiter) for n, c in enumerate((candidates[i] for i in sorted(kept)), start=1)]
     omitted: dict[str, int] = {}
     for i, candidate in enumerate(candidates):
-        if i not in chosen:
+        if i not in kept:
             omitted[candidate.section] = omitted.get(candidate.section, 0) + 1
     cut = [name for name in RESERVED if name in omitted]
     reserved_omitted = sum(omitted[name] for name in cut)
     closing = _closing(len(shown), omitted, reserved_omitted, cut)
     text = "\n".join([preamble, *(e.text for e in shown), closing])
+    if len(text) > budget_chars:  # nothing shown and the full closing line does not fit: say it short
+        escalate = f"; {reserved_omitted} reserved did not fit: escalate (human_review_required)" if cut else ""
+        closing = f"End of data: 0 entries shown; {sum(omitted.values())} omitted{escalate}."
+        text = "\n".join([preamble, closing])[:budget_chars]
     return ModelView(
         workspace_id=state.workspace_id,
         built_from_version=state.version,
@@ -175,10 +177,11 @@ def judgment_basis(view: ModelView) -> dict[str, Any]:
     return {"view_as_of": view.as_of, "view_version": view.built_from_version, "view_role": view.role.value}
 
 
-def _choose(candidates: list[Candidate], sizes: list[int], room: int) -> set[int]:
-    """The indexes shown: each reserved section within its share of ``room``, then the reserved entries left
-    over as room allows, then the rest in order."""
-    chosen: set[int] = set()
+def _choose(candidates: list[Candidate], sizes: list[int], room: int) -> list[int]:
+    """The indexes shown, in the order they were chosen: each reserved section within its share of ``room``,
+    then the reserved entries left over as room allows, then the rest in order."""
+    chosen: list[int] = []
+    taken: set[int] = set()
     used = 0
     share = room // len(RESERVED)
     spent: dict[str, int] = {}
@@ -186,15 +189,55 @@ def _choose(candidates: list[Candidate], sizes: list[int], room: int) -> set[int
         if candidate.section in RESERVED:
             section_spent = spent.get(candidate.section, 0)
             if section_spent + sizes[i] <= share and used + sizes[i] <= room:
-                chosen.add(i)
+                chosen.append(i)
+                taken.add(i)
                 used += sizes[i]
                 spent[candidate.section] = section_spent + sizes[i]
     for reserved in (True, False):
         for i, candidate in enumerate(candidates):
-            if i not in chosen and (candidate.section in RESERVED) == reserved and used + sizes[i] <= room:
-                chosen.add(i)
+            if i not in taken and (candidate.section in RESERVED) == reserved and used + sizes[i] <= room:
+                chosen.append(i)
+                taken.add(i)
                 used += sizes[i]
     return chosen
+
+
+def _fit(candidates: list[Candidate], sizes: list[int], chosen: list[int], room: int) -> set[int]:
+    """``chosen`` made to fit ``room`` with the closing line it will have (which grows with what is left out):
+    the entries chosen last are dropped until it fits, then whatever still fits is added, reserved first."""
+    omitted = dict.fromkeys((c.section for c in candidates), 0)
+    for candidate in candidates:
+        omitted[candidate.section] += 1
+    kept: list[int] = []
+    used = 0
+    for i in chosen:
+        kept.append(i)
+        used += sizes[i]
+        omitted[candidates[i].section] -= 1
+
+    def closing() -> int:
+        left = {name: n for name, n in omitted.items() if n}
+        cut = [name for name in RESERVED if name in left]
+        return len(_closing(len(kept), left, sum(left[name] for name in cut), cut))
+
+    while kept and used + closing() > room:
+        i = kept.pop()
+        used -= sizes[i]
+        omitted[candidates[i].section] += 1
+    taken = set(kept)
+    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].section not in RESERVED, i))
+    for i in order:
+        if i in taken:
+            continue
+        kept.append(i)
+        omitted[candidates[i].section] -= 1
+        if used + sizes[i] + closing() <= room:
+            taken.add(i)
+            used += sizes[i]
+        else:
+            kept.pop()
+            omitted[candidates[i].section] += 1
+    return taken
 
 
 def _preamble(state: WorkspaceState, role: Role, delimiter: str, reducer_version: str, as_of: datetime | None) -> str:

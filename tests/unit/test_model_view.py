@@ -84,7 +84,7 @@ def test_contradictions_blocking_conditions_and_questions_come_before_anything_e
 
 
 def test_a_tight_budget_drops_ordinary_entries_first_and_says_so(coordinator: Coordinator) -> None:
-    built = view(coordinator, 3500)
+    built = view(coordinator, 3300)
     assert {e.section for e in built.entries} == {"contradictions", "blocking", "revalidation", "open_questions"}
     assert built.omitted and "omitted for the budget" in built.text
     smallest = view(coordinator, MIN_BUDGET)

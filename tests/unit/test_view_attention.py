@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from caseboard.domain.items import Role
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.reducers import CURRENT, get_reducer
-from tests.unit.board import Board, hyp, link, obs
+from tests.unit.board import Board, hyp, link, obs, open_item
 
 ROUTINE = 300
 
@@ -141,3 +141,18 @@ def test_a_challenge_of_a_live_hypothesis_is_never_absent_from_both_selection_an
             assert state.is_selected(challenge) or challenge in shown or view.escalate
             if challenge not in shown:
                 assert "contradictions" in view.cut_sections
+
+
+def test_the_smallest_view_never_exceeds_its_budget_even_with_a_long_goal_and_every_section_crowded() -> None:
+    board = Board("view-4")
+    board.ok("operator", [{**open_item(), "goal": "find the cause " * 250}])
+    board.ok("planner", [hyp("h", "w" * 3000), {"type": "work_request", "request_id": "w", "kind": "k", "target": "t"}])
+    for n in range(6):
+        board.ok("specialist", [obs(f"c{n}", "z" * 3000), link(f"c{n}", "h", "challenges")])
+        board.ok("specialist", [{"type": "question", "id": f"q{n}", "text": "why " * 500, "about": "h"}])
+    for budget in (MIN_BUDGET, MIN_BUDGET + 1, 1200, 1500):
+        view = view_of(board, budget)
+        assert view.used_chars == len(view.text) <= budget
+        assert view.escalate and view.cut_sections
+        assert "escalate (human_review_required)" in view.text.splitlines()[-1]
+    assert [e.ref for e in view_of(board, 1500).entries] == ["w"]  # what still fits is shown, reserved first
