@@ -3,9 +3,9 @@
 ``verify`` (caseboard.replay.verify) is the auditor's explicit check; this module applies the same check to
 the commits a read folds, so that an altered record is never shown as if it were sound:
 
-- ``checked_file_records`` / ``checked_ledger_records``: the records of a replay, each fed to a
-  ``ChainChecker`` before it is folded; the first bad one stops the replay with ``ChainBroken``, which names
-  the version and the kind exactly as ``verify`` reports them.
+- ``checked_file_commits`` / ``checked_ledger_commits``: the commits of a replay, each accepted by a
+  ``ChainChecker`` (which decodes it once) before it is folded; the first bad one stops the replay with
+  ``ChainBroken``, which names the version and the kind exactly as ``verify`` reports them.
 - ``ReadGuard``: the projection reads (``caseboard show``, ``GET /workspaces/{id}``). A read at a past
   version or with another reducer is folded from the stored rows, so every row up to that version is checked
   at each such read. The head served from a process's cache is checked incrementally: the guard remembers,
@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.replay.records import RawRecord, file_records, ledger_records
+from caseboard.replay.records import file_records, ledger_records
 from caseboard.replay.verify import ChainChecker, ChainReport, verify_records
 
 REASON = "tampered"
@@ -58,44 +59,47 @@ class ChainBroken(CaseboardError):
         }
 
 
-def checked_file_records(path: Path, upto: int | None = None) -> Iterator[RawRecord]:
-    """A file's records in line order, each checked before it is yielded. With ``upto``, the record after it
-    is checked too: its ``previous_hash`` tells whether version ``upto`` was re-sealed after an edit."""
+def checked_file_commits(path: Path, upto: int | None = None) -> Iterator[Commit]:
+    """A file's commits in line order, each checked (and decoded once) before it is yielded. With ``upto``,
+    the record after it is checked too: its ``previous_hash`` tells whether version ``upto`` was re-sealed
+    after an edit."""
     records = list(file_records(path))
     checker = ChainChecker(str(path))
     for record in records:
-        if not checker.feed(record):
+        commit = checker.accept(record)
+        if commit is None:
             if upto is not None and checker.problem is not None and checker.problem.version > upto:
                 return  # only what lies beyond the version asked for is damaged
             # The exact kind (a missing version or a misplaced one) needs the whole file, as verify reads it.
             raise ChainBroken(verify_records(records, str(path)), "nothing was replayed (--no-verify folds it anyway)")
-        if upto is not None and checker.expected - 1 > upto:
+        if upto is not None and commit.version > upto:
             return
-        yield record
+        yield commit
 
 
-def checked_ledger_records(
+def checked_ledger_commits(
     ledger: EventsourcingLedger,
     workspace_id: str,
     upto: int | None = None,
     action: str = "nothing was replayed (--no-verify folds it anyway)",
-) -> Iterator[RawRecord]:
-    """A workspace's stored rows in version order, each checked before it is yielded (and the row after
+) -> Iterator[Commit]:
+    """A workspace's stored commits in version order, each checked before it is yielded (and the row after
     ``upto``, as for a file)."""
     checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
     for batch in ledger_records(ledger, workspace_id, None if upto is None else upto + 1):
         for record in batch:
-            if not checker.feed(record):
+            commit = checker.accept(record)
+            if commit is None:
                 if upto is not None and checker.problem is not None and checker.problem.version > upto:
                     return
                 raise ChainBroken(checker.report(), action)
-            if upto is not None and record.position > upto:
+            if upto is not None and commit.version > upto:
                 return
-            yield record
+            yield commit
 
 
 def check_ledger(ledger: EventsourcingLedger, workspace_id: str, upto: int, action: str) -> None:
-    for _ in checked_ledger_records(ledger, workspace_id, upto, action):
+    for _ in checked_ledger_commits(ledger, workspace_id, upto, action):
         pass
 
 

@@ -17,8 +17,8 @@ from caseboard.domain.errors import CaseboardError, UnknownWorkspace, VersionOut
 from caseboard.ledger.base import EventsourcingLedger
 from caseboard.reducers import Reducer, get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
-from caseboard.replay.audit import checked_file_records, checked_ledger_records
-from caseboard.replay.records import RawRecord, decode_batch, read_file, read_ledger
+from caseboard.replay.audit import checked_file_commits, checked_ledger_commits
+from caseboard.replay.records import read_file, read_ledger
 
 
 class BrokenRecord(CaseboardError):
@@ -67,7 +67,7 @@ def replay_file(
     """The projection at ``upto`` from a recorded incident file. ``verify``: each record's chain is checked
     before it is folded, and a broken chain raises ``ChainBroken`` (docs/adr/0050)."""
     chosen = get_reducer(reducer)
-    commits = _decoded(checked_file_records(path, upto)) if verify else read_file(path)
+    commits = checked_file_commits(path, upto) if verify else read_file(path)
     return chosen.render(fold(commits, chosen, upto, str(path)))
 
 
@@ -82,14 +82,5 @@ def replay_ledger(
     chosen = get_reducer(reducer)
     if ledger.head(workspace_id) == 0:
         raise UnknownWorkspace(workspace_id)
-    commits = (
-        _decoded(checked_ledger_records(ledger, workspace_id, upto))
-        if verify
-        else read_ledger(ledger, workspace_id, upto)
-    )
+    commits = checked_ledger_commits(ledger, workspace_id, upto) if verify else read_ledger(ledger, workspace_id, upto)
     return chosen.render(fold(commits, chosen, upto, f"ledger {workspace_id}"))
-
-
-def _decoded(records: Iterable[RawRecord]) -> Iterator[Commit]:
-    for record in records:
-        yield from decode_batch([record])
