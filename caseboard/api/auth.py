@@ -22,7 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from caseboard.api.errors import ApiError, unknown_workspace
 from caseboard.api.services import Services
 from caseboard.domain.contribution import Author
-from caseboard.domain.errors import Reason
+from caseboard.domain.errors import LedgerUnavailable, Reason
 from caseboard.domain.items import Role
 from caseboard.keys import ApiKey
 
@@ -90,10 +90,27 @@ CallerDep = Annotated[Caller, Depends(caller)]
 ServicesDep = Annotated[Services, Depends(services)]
 
 
+LOCK_WAIT_S = 5.0
+"""The longest a request waits for a workspace that another of this process's writers holds. Every wait
+on the database under the lock is bounded (ADR 0040), so this is only reached by a server that is failing:
+the request then gets 503 ``unavailable`` rather than a hang."""
+
+
 def workspace_tenant(svc: Services, workspace_id: str) -> str | None:
-    """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist."""
+    """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist. An opened
+    workspace's cached state answers without its lock (its tenant never changes, as the fast path reads it);
+    otherwise it is loaded under the lock, waiting for it at most ``LOCK_WAIT_S``."""
     workspaces = svc.app.workspaces
-    with workspaces.lock(workspace_id):
+    try:
+        cached = workspaces.cached(workspace_id)
+    except KeyError:  # evicted by another thread as it was looked up
+        cached = None
+    if cached is not None and cached.opened:
+        return cached.tenant_id
+    lock = workspaces.lock(workspace_id)
+    if not lock.acquire(timeout=LOCK_WAIT_S):
+        raise LedgerUnavailable(f"workspace {workspace_id} stayed busy for {LOCK_WAIT_S:g} s; retry shortly")
+    try:
         state = workspaces.current(workspace_id)
         if not state.opened:
             workspaces.catch_up(workspace_id)
@@ -101,6 +118,8 @@ def workspace_tenant(svc: Services, workspace_id: str) -> str | None:
         if not state.opened:
             workspaces.forget(workspace_id)
         return state.tenant_id
+    finally:
+        lock.release()
 
 
 def visible(svc: Services, who: Caller, workspace_id: str) -> None:

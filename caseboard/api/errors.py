@@ -37,6 +37,10 @@ from caseboard.domain.errors import (
     VersionOutOfRange,
 )
 
+RETRY_AFTER_S = "1"
+"""``Retry-After`` of a 503 ``unavailable``: the server finds out within about a second that the database is
+back (ADR 0040)."""
+
 STATUS: dict[str, int] = {
     Reason.VERSION_CONFLICT: 409,
     Reason.EXPECTED_VERSION_AHEAD: 409,
@@ -161,6 +165,7 @@ async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse
         body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "reducer"}
         return JSONResponse(body, status_code=422)
     if isinstance(error, LedgerUnavailable):
-        return JSONResponse({"ok": False, "reason": "unavailable", "message": str(error)}, status_code=503)
+        body = {"ok": False, "reason": "unavailable", "message": str(error)}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_S})
     assert isinstance(error, CaseboardError)
     return JSONResponse({"ok": False, "reason": Reason.INVALID.value, "message": str(error)}, status_code=422)

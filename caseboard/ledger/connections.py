@@ -222,7 +222,7 @@ class GuardedDatastore(PostgresDatastore):
         try:
             conn = self.connections.getconn()
         except psycopg.Error as error:
-            raise OperationalError(str(error)) from error
+            raise DatabaseUnreachable(str(error)) from error
         try:
             for info in self.psycopg_type_adapters.values():
                 if not conn.adapters.types.get(info.oid):
@@ -235,6 +235,12 @@ class GuardedDatastore(PostgresDatastore):
 
     def close(self) -> None:
         self.connections.close()
+
+
+class DatabaseUnreachable(PersistenceError):
+    """No connection could be had. Not one of the errors that eventsourcing's recorders retry (ten times,
+    0.2 s apart): a caller learns at once that the database is down. An error met on a connection that was
+    reused is still retried once the broken connections are gone, by a fresh connect."""
 
 
 def _translated(error: BaseException) -> BaseException:
