@@ -5,6 +5,12 @@ commits after the subscriber's position every ``poll_interval_s`` and sends one 
 commit, with the workspace version as the event id, so a client that reconnects with ``Last-Event-ID``
 resumes where it stopped and misses nothing. The stream is bounded: it ends after ``timeout_s`` with an
 ``end`` event that names the position to resume from, and at once when the client disconnects.
+
+A stream lasts as long as its key does: every ``key_cache_s`` (the revocation delay of every other request)
+the key is checked again in the key store, and a revoked key's stream ends with an ``end`` event whose
+reason is ``revoked``.
+When the ledger cannot be read, or the key cannot be checked, the stream ends with reason ``unavailable``
+(the client reconnects with ``Last-Event-ID``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from caseboard.api.auth import CallerDep, ServicesDep, visible
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
+from caseboard.domain.errors import LedgerUnavailable
 
 router = APIRouter(tags=["subscribers"])
 BATCH = 100
@@ -36,7 +43,8 @@ KEEPALIVE_S = 15.0
     responses={
         200: {
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
-            "description": "`commit` events (id = workspace version), then one `end` event",
+            "description": "`commit` events (id = workspace version), then one `end` event (`reason`: "
+            "`timeout`, `revoked` once the key is revoked, or `unavailable`; `next_after`: where to resume)",
         },
         **ERROR_RESPONSES,
     },
@@ -53,7 +61,8 @@ async def events(
     await anyio.to_thread.run_sync(visible, svc, who, workspace_id)
     if last_event_id is not None and last_event_id.isdigit():
         after = max(after, int(last_event_id))
-    stream = _follow(request, svc, workspace_id, after, timeout_s)
+    token = request.headers.get("authorization", "").partition(" ")[2].strip()
+    stream = _follow(request, svc, workspace_id, after, timeout_s, token)
     return StreamingResponse(
         stream,
         media_type="text/event-stream",
@@ -61,18 +70,43 @@ async def events(
     )
 
 
+async def _still_valid(svc: Services, token: str) -> bool:
+    """Whether the stream's key is still active, asked of the store itself: a cached answer may be up to
+    ``key_cache_s`` old, and the stream must end within that long of a revocation."""
+    key = await anyio.to_thread.run_sync(svc.keys.authenticate, token)
+    if key is None:
+        return False
+    svc.key_cache.put(token, key)
+    return True
+
+
+def _end(reason: str, position: int) -> str:
+    return f"event: end\ndata: {json.dumps({'reason': reason, 'next_after': position})}\n\n"
+
+
 async def _follow(
-    request: Request, svc: Services, workspace_id: str, after: int, timeout_s: float
+    request: Request, svc: Services, workspace_id: str, after: int, timeout_s: float, token: str
 ) -> AsyncIterator[str]:
     position = after
     deadline = time.monotonic() + timeout_s
     quiet_since = time.monotonic()
+    recheck_s = max(svc.key_cache.ttl_s, 0.05)
+    checked = time.monotonic()
     yield "retry: 1000\n\n"
     while time.monotonic() < deadline:
         if await request.is_disconnected():
             return
-        read = partial(svc.app.ledger.read, workspace_id, position, position + BATCH)
-        commits = await anyio.to_thread.run_sync(read)
+        try:
+            if time.monotonic() - checked >= recheck_s:
+                checked = time.monotonic()
+                if not await _still_valid(svc, token):
+                    yield _end("revoked", position)
+                    return
+            read = partial(svc.app.ledger.read, workspace_id, position, position + BATCH)
+            commits = await anyio.to_thread.run_sync(read)
+        except LedgerUnavailable:
+            yield _end("unavailable", position)
+            return
         for commit in commits:
             data = {"workspace_id": workspace_id, **commit.summary()}
             yield f"id: {commit.version}\nevent: commit\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
@@ -84,4 +118,4 @@ async def _follow(
             quiet_since = time.monotonic()
             yield ": keep-alive\n\n"
         await anyio.sleep(min(svc.poll_interval_s, max(0.0, deadline - time.monotonic())))
-    yield f"event: end\ndata: {json.dumps({'reason': 'timeout', 'next_after': position})}\n\n"
+    yield _end("timeout", position)
