@@ -102,6 +102,30 @@ class Commit(Frozen):
         }
 
 
+HASH_MEMBER = b',"hash":"'
+SEALED_TAIL = len(HASH_MEMBER) + 64 + 2  # ,"hash":"<64 hex>"}
+
+
+def seal(body: bytes) -> bytes:
+    """A JSON object's bytes sealed: ``,"hash":"<SHA-256 of body>"`` added as its last member."""
+    return body[:-1] + HASH_MEMBER + hashlib.sha256(body).hexdigest().encode() + b'"}'
+
+
+def stored_hash(data: bytes) -> str | None:
+    """The SHA-256 of sealed bytes without their final ``,"hash":"<hex>"`` member (the bytes they were sealed
+    from: compare it with the hash they record), or None when the bytes do not end with such a member."""
+    if len(data) <= SEALED_TAIL or data[-SEALED_TAIL:-66] != HASH_MEMBER or data[-2:] != b'"}':
+        return None
+    return hashlib.sha256(data[:-SEALED_TAIL] + b"}").hexdigest()
+
+
+def recorded_hash(data: bytes) -> str | None:
+    """The hash sealed bytes record (their last member), without parsing them."""
+    if len(data) <= SEALED_TAIL or data[-SEALED_TAIL:-66] != HASH_MEMBER:
+        return None
+    return data[-66:-2].decode("ascii", "replace")
+
+
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 

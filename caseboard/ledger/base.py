@@ -4,6 +4,13 @@
 PostgreSQL). Each commit is one stored event: originator id = workspace id, originator version = workspace
 version, topic = the stable name ``caseboard.commit``. The store's uniqueness on (workspace, version) is
 the version authority: a second writer of the same version gets ``VersionTaken``.
+
+A snapshot is derived data bound to the chain it was folded from (docs/adr/0048): its stored bytes are
+``{"format": 1, "workspace_id", "reducer", "version", "head_hash", "data", "hash"}``, where ``data`` is
+what the reducer dumped, ``head_hash`` the hash of the commit at ``version`` and ``hash`` the SHA-256 of
+the bytes before it (sealed as a commit is). ``latest_snapshot`` refuses one whose bytes do not match its
+hash or whose envelope names another workspace, reducer or version (``SnapshotRejected``); whether it
+belongs to the chain is for its reader to check against the commit at ``version``.
 """
 
 from __future__ import annotations
@@ -21,21 +28,81 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 
-from caseboard.domain.commit import COMMIT_TOPIC, Commit
+from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, stored_hash
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.ledger.upcast import upcast_commit
 
 SNAPSHOT_TOPIC = "caseboard.snapshot"
+SNAPSHOT_FORMAT = 1
 
 
 class VersionTaken(CaseboardError):
     """Another writer committed this workspace version first."""
 
 
+class SnapshotRejected(CaseboardError):
+    """A stored snapshot that cannot be used: altered, unsealed, or not the one its key names."""
+
+    def __init__(self, version: int, problem: str) -> None:
+        super().__init__(f"the snapshot at version {version}: {problem}")
+        self.version = version
+        self.problem = problem
+
+
 @dataclass(frozen=True)
 class Snapshot:
     version: int
     data: dict[str, Any]
+    head_hash: str | None = None
+    """The hash of the commit at ``version`` that the state was folded up to (None: not bound, not trusted)."""
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """A snapshot row as stored: its key and bytes, before any check."""
+
+    reducer: str
+    version: int
+    state: bytes
+
+    def open(self, workspace_id: str) -> Snapshot:
+        """The snapshot, when its bytes match their hash and its envelope names its key; else
+        ``SnapshotRejected``."""
+        return open_snapshot(self.state, workspace_id, self.reducer, self.version)
+
+
+def seal_snapshot(workspace_id: str, reducer: str, version: int, head_hash: str | None, data: dict[str, Any]) -> bytes:
+    """A snapshot's stored bytes: the reducer's ``data`` in an envelope naming what it was folded from, sealed."""
+    envelope = {
+        "format": SNAPSHOT_FORMAT,
+        "workspace_id": workspace_id,
+        "reducer": reducer,
+        "version": version,
+        "head_hash": head_hash,
+        "data": data,
+    }
+    return seal(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int) -> Snapshot:
+    """The inverse of ``seal_snapshot``, checked: ``SnapshotRejected`` unless the bytes are intact and name
+    ``workspace_id``, ``reducer`` and ``version``."""
+    recorded = recorded_hash(state)
+    if recorded is None:
+        raise SnapshotRejected(version, "it carries no hash (written before snapshots were sealed, or stripped)")
+    if stored_hash(state) != recorded:
+        raise SnapshotRejected(version, "its stored bytes do not match its recorded hash")
+    try:
+        envelope = json.loads(state)
+    except ValueError as error:
+        raise SnapshotRejected(version, f"not JSON: {error}") from None
+    if not isinstance(envelope, dict):
+        raise SnapshotRejected(version, "not a JSON object")
+    named = (envelope.get("format"), envelope.get("workspace_id"), envelope.get("reducer"), envelope.get("version"))
+    if named != (SNAPSHOT_FORMAT, workspace_id, reducer, version) or not isinstance(envelope.get("data"), dict):
+        raise SnapshotRejected(version, f"its envelope names {named[1:]!r}, not {(workspace_id, reducer, version)!r}")
+    head_hash = envelope.get("head_hash")
+    return Snapshot(version, envelope["data"], head_hash if isinstance(head_hash, str) else None)
 
 
 class Ledger(Protocol):
@@ -49,8 +116,11 @@ class Ledger(Protocol):
         self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
     ) -> Iterator[Commit]: ...
     def head(self, workspace_id: str) -> int: ...
-    def save_snapshot(self, workspace_id: str, reducer: str, version: int, data: dict[str, Any]) -> None: ...
+    def save_snapshot(
+        self, workspace_id: str, reducer: str, version: int, data: dict[str, Any], head_hash: str | None = None
+    ) -> None: ...
     def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None: ...
+    def stored_snapshots(self, workspace_id: str, reducer: str) -> list[StoredSnapshot]: ...
     def close(self) -> None: ...
 
 
@@ -140,12 +210,16 @@ class EventsourcingLedger:
         rows = self._select(workspace_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
-    def save_snapshot(self, workspace_id: str, reducer: str, version: int, data: dict[str, Any]) -> None:
+    def save_snapshot(
+        self, workspace_id: str, reducer: str, version: int, data: dict[str, Any], head_hash: str | None = None
+    ) -> None:
+        """Store the state ``reducer`` folded up to ``version``, bound to ``head_hash``, the hash of the commit
+        at ``version``."""
         stored = StoredEvent(
             originator_id=f"{reducer}/{workspace_id}",
             originator_version=version,
             topic=SNAPSHOT_TOPIC,
-            state=json.dumps(data, separators=(",", ":")).encode(),
+            state=seal_snapshot(workspace_id, reducer, version, head_hash, data),
         )
         try:
             self.snapshots.insert_events([stored])
@@ -155,13 +229,22 @@ class EventsourcingLedger:
             raise LedgerUnavailable(f"the snapshot store refused a snapshot: {error}") from error
 
     def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None:
+        """The latest snapshot at or before ``upto``, checked by ``open_snapshot`` (``SnapshotRejected``)."""
         try:
             rows = self.snapshots.select_events(f"{reducer}/{workspace_id}", lte=upto, desc=True, limit=1)
         except PersistenceError as error:
             raise LedgerUnavailable(f"the snapshot store could not be read: {error}") from error
         if not rows:
             return None
-        return Snapshot(rows[0].originator_version, json.loads(rows[0].state))
+        return open_snapshot(bytes(rows[0].state), workspace_id, reducer, rows[0].originator_version)
+
+    def stored_snapshots(self, workspace_id: str, reducer: str) -> list[StoredSnapshot]:
+        """Every snapshot of a workspace by one reducer, oldest first, unchecked (for ``verify``)."""
+        try:
+            rows = self.snapshots.select_events(f"{reducer}/{workspace_id}")
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the snapshot store could not be read: {error}") from error
+        return [StoredSnapshot(reducer, row.originator_version, bytes(row.state)) for row in rows]
 
     def close(self) -> None:
         if self._closer is not None:

@@ -4,6 +4,11 @@ The current state of each workspace a process touches is cached and folded forwa
 cost of a commit does not grow with the ledger. Snapshots are written at geometrically spaced versions
 (every ``max(snapshot_min, version // 8)`` commits): loading a cold workspace folds at most about an eighth
 of its ledger, and the amortized cost of snapshotting stays flat as the state grows.
+
+A snapshot is only a shortcut, never a source (docs/adr/0048): it is used only when its bytes match its hash,
+the commit at its version in the ledger has the hash it was folded up to, the state it loads is at that
+version, and its tenant is the one the chain opened the workspace in. Any other snapshot is logged
+(``snapshot_rejected``) and the state is folded from the ledger.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import structlog
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
-from caseboard.ledger.base import Ledger
+from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected
 from caseboard.reducers import Reducer, get_reducer
 from caseboard.reducers.workspace_rules_v1 import WorkspaceState
 
@@ -125,7 +130,7 @@ class Workspaces:
             self._snapshotted[commit.workspace_id] = commit.version
             try:
                 data = self.reducer.dump(state)
-                self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, data)
+                self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, data, commit.hash)
             except LedgerUnavailable as error:
                 # The commit has landed; a snapshot is only a shortcut for later loads. Failing the caller
                 # here would report a committed contribution as failed, so the snapshot is skipped.
@@ -151,19 +156,51 @@ class Workspaces:
         return chosen.render(self.state_at(workspace_id, version, chosen.name))
 
     def _load(self, workspace_id: str, reducer: Reducer[WorkspaceState], upto: int | None) -> WorkspaceState:
-        state = reducer.initial(workspace_id)
-        snapshot = self.ledger.latest_snapshot(workspace_id, reducer.name, upto if upto is not None else 2**62)
-        if snapshot is not None:
-            try:
-                state = reducer.load(snapshot.data)
-            except (KeyError, TypeError, ValueError) as error:
-                log.warning(
-                    "snapshot_unreadable", workspace_id=workspace_id, version=snapshot.version, error=str(error)
-                )
-                state = reducer.initial(workspace_id)
+        state = self._from_snapshot(workspace_id, reducer, upto) or reducer.initial(workspace_id)
         for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=upto):
             reducer.evolve(state, commit)
         return state
+
+    def _from_snapshot(
+        self, workspace_id: str, reducer: Reducer[WorkspaceState], upto: int | None
+    ) -> WorkspaceState | None:
+        """The state of the latest snapshot at or before ``upto`` when it holds (module docstring), else None."""
+        version: int | None = None
+        try:
+            snapshot = self.ledger.latest_snapshot(workspace_id, reducer.name, upto if upto is not None else 2**62)
+            if snapshot is None:
+                return None
+            version = snapshot.version
+            return self._bound(workspace_id, reducer, snapshot)
+        except SnapshotRejected as rejected:
+            problem, version = rejected.problem, rejected.version
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            problem = f"the reducer cannot load it: {error}"
+        log.warning(
+            "snapshot_rejected", workspace_id=workspace_id, reducer=reducer.name, version=version, problem=problem
+        )
+        return None
+
+    def _bound(self, workspace_id: str, reducer: Reducer[WorkspaceState], snapshot: Snapshot) -> WorkspaceState:
+        """The snapshot's state, if the chain vouches for it: ``SnapshotRejected`` otherwise."""
+        version = snapshot.version
+        if snapshot.head_hash is None:
+            raise SnapshotRejected(version, "it is not bound to the chain (no head hash)")
+        folded_from = self.ledger.read(workspace_id, after=version - 1, upto=version)
+        if not folded_from or folded_from[0].hash != snapshot.head_hash:
+            raise SnapshotRejected(version, f"the ledger's commit {version} is not the one it was folded from")
+        state = reducer.load(snapshot.data)
+        if state.version != version or state.workspace_id != workspace_id:
+            raise SnapshotRejected(version, f"it holds version {state.version} of {state.workspace_id!r}")
+        if state.tenant_id != self._opened_in(workspace_id):
+            raise SnapshotRejected(version, "its tenant is not the one the chain opened the workspace in")
+        return state
+
+    def _opened_in(self, workspace_id: str) -> str | None:
+        """The tenant of the workspace's first commit (its open item), as the chain records it."""
+        first = self.ledger.read(workspace_id, upto=1)
+        scope = getattr(first[0].items[0], "scope", None) if first and first[0].items else None
+        return None if scope is None else str(scope.tenant_id)
 
     def _remember(self, workspace_id: str, state: WorkspaceState) -> None:
         self._states[workspace_id] = state

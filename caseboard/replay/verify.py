@@ -14,6 +14,12 @@ the bytes, whitespace included, breaks it), those bytes are the commit's own com
 - ``missing``: a version is absent (a deleted row or line); ``out_of_order``: a version is in the wrong place
   (reordered lines, swapped rows); ``foreign``: a record of another workspace; ``unreadable``: not a commit.
 
+``verify_ledger`` also checks every stored snapshot of the workspace (docs/adr/0048): its bytes match its
+hash, it names its key, the commit at its version has the hash it was folded from, and folding the chain with
+its reducer up to that version dumps exactly its data. The first bad one is reported like a bad commit, at
+its version: ``snapshot_altered``, ``snapshot_unbound`` (not bound to this chain) or ``snapshot_diverged``
+(intact and bound, but not what the chain folds to).
+
 What a chain cannot prove on its own: that its end was not cut off, or re-sealed after an edit. ``verify``
 prints the head hash: keep it elsewhere (a ticket, a log archive). Given such an anchor (``--anchor HASH``),
 the chain must hold the commit with that hash, which proves that everything up to it is present and
@@ -22,14 +28,16 @@ unchanged; otherwise it is reported as ``anchor_missing`` (docs/adr/0021-verify-
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caseboard.domain.commit import Commit
+from caseboard.domain.commit import Commit, stored_hash
 from caseboard.domain.errors import UnknownWorkspace
-from caseboard.ledger.base import EventsourcingLedger
+from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
+from caseboard.reducers import REDUCERS, Reducer, WorkspaceState
 from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
 
 
@@ -51,6 +59,7 @@ class ChainReport:
     head_hash: str | None
     problem: Problem | None
     anchored_version: int | None = None  # the version whose hash is the anchor, when one was given and found
+    snapshots: int | None = None  # the snapshots checked (a ledger's, by verify_ledger)
 
     @property
     def intact(self) -> bool:
@@ -66,6 +75,8 @@ class ChainReport:
         }
         if self.anchored_version is not None:
             out["anchored_version"] = self.anchored_version
+        if self.snapshots is not None:
+            out["snapshots"] = self.snapshots
         if self.problem is not None:
             out.update(self.problem.to_dict())
         return out
@@ -77,18 +88,6 @@ class ChainReport:
             return f"{self.source}: {intact}, head hash {self.head_hash}{anchored}"
         problem = self.problem
         return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
-
-
-HASH_MEMBER = b',"hash":"'
-SEALED_TAIL = len(HASH_MEMBER) + 64 + 2  # ,"hash":"<64 hex>"}
-
-
-def stored_hash(data: bytes) -> str | None:
-    """The SHA-256 of a sealed record's stored bytes without their final ``,"hash":"<hex>"`` member (the bytes
-    the commit was sealed from), or None when the bytes do not end with such a member."""
-    if len(data) <= SEALED_TAIL or data[-SEALED_TAIL:-66] != HASH_MEMBER or data[-2:] != b'"}':
-        return None
-    return hashlib.sha256(data[:-SEALED_TAIL] + b"}").hexdigest()
 
 
 class ChainChecker:
@@ -197,11 +196,69 @@ def verify_records(records: list[RawRecord], source: str, anchor: str | None = N
 
 
 def verify_ledger(ledger: EventsourcingLedger, workspace_id: str, anchor: str | None = None) -> ChainReport:
+    """The chain of a stored workspace, then its snapshots (module docstring)."""
     checker = ChainChecker(f"ledger {workspace_id}", workspace_id, anchor)
+    snapshots = SnapshotCheck(ledger, workspace_id)
     for batch in ledger_records(ledger, workspace_id):
         for record in batch:
-            if not checker.feed(record):
+            commit = checker.accept(record)
+            if commit is None:
                 return checker.report()
+            snapshots.fold(commit)
     if checker.expected == 1:
         raise UnknownWorkspace(workspace_id)
-    return checker.report()
+    report = checker.report()
+    problem = report.problem or snapshots.problem or snapshots.beyond(checker.expected - 1)
+    return dataclasses.replace(report, problem=problem, snapshots=snapshots.checked)
+
+
+class SnapshotCheck:
+    """Folds the chain with each reducer that has snapshots, and compares each snapshot at its version."""
+
+    def __init__(self, ledger: EventsourcingLedger, workspace_id: str) -> None:
+        self.workspace_id = workspace_id
+        self.pending: dict[str, list[StoredSnapshot]] = {}
+        for name in REDUCERS:
+            stored = ledger.stored_snapshots(workspace_id, name)
+            if stored:
+                self.pending[name] = sorted(stored, key=lambda snapshot: snapshot.version)
+        self.states: dict[str, WorkspaceState] = {name: REDUCERS[name].initial(workspace_id) for name in self.pending}
+        self.checked = 0
+        self.problem: Problem | None = None
+
+    def fold(self, commit: Commit) -> None:
+        for name, waiting in self.pending.items():
+            if not waiting or self.problem is not None:
+                continue
+            reducer = REDUCERS[name]
+            self.states[name] = state = reducer.evolve(self.states[name], commit)
+            while waiting and waiting[0].version == commit.version and self.problem is None:
+                self._compare(reducer, waiting.pop(0), state, commit)
+
+    def beyond(self, head: int) -> Problem | None:
+        """A snapshot of a version the chain does not hold."""
+        for waiting in self.pending.values():
+            if waiting:
+                version = waiting[0].version
+                return Problem(
+                    version, "snapshot_unbound", f"a snapshot of version {version}; the chain ends at {head}"
+                )
+        return None
+
+    def _compare(
+        self, reducer: Reducer[WorkspaceState], stored: StoredSnapshot, state: WorkspaceState, commit: Commit
+    ) -> None:
+        where = f"the {reducer.name} snapshot at version {stored.version}"
+        self.checked += 1
+        try:
+            snapshot = stored.open(self.workspace_id)
+        except SnapshotRejected as rejected:
+            self.problem = Problem(stored.version, "snapshot_altered", f"{where}: {rejected.problem}")
+            return
+        if snapshot.head_hash != commit.hash:
+            detail = f"{where} was folded from head hash {snapshot.head_hash}, not this chain's {commit.hash}"
+            self.problem = Problem(stored.version, "snapshot_unbound", detail)
+            return
+        if json.loads(json.dumps(reducer.dump(state))) != snapshot.data:
+            detail = f"{where} is sealed and bound, but its data is not what the chain folds to"
+            self.problem = Problem(stored.version, "snapshot_diverged", detail)
