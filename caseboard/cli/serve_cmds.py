@@ -2,6 +2,11 @@
 
 In production it takes the ledger (and its key table) from ``CASEBOARD_DATABASE_URL`` (PostgreSQL), like
 every other command; ``CASEBOARD_REDIS_URL`` is the dispatcher's and workers' concern, not the API's.
+
+The listening socket is bound before anything is printed: a busy port is one line on stderr and exit
+status 2, and "serving" is printed only once the socket is bound. Every connection has a header, a body and
+a keep-alive timeout, and the process holds at most ``--max-connections`` at once
+(``caseboard/api/http_protocol.py``, ADR 0041).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ from caseboard.cli.demo import scenario_text
 from caseboard.cli.ledger_cmds import submit_line
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
+from caseboard.http_limits import HttpLimits
 from caseboard.keys import KeyStore, open_key_store
 from caseboard.settings import Settings
 
@@ -36,6 +43,31 @@ def register(commands: Any) -> None:
     )
     serve.add_argument("--demo-dir", default=".caseboard/serve-demo", help="where --demo keeps its ledger")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (each opens its own pools)")
+    limits = HttpLimits()
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=limits.header_timeout_s,
+        help=f"seconds a connection may take to send a request's headers (default {limits.header_timeout_s:g})",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=limits.body_timeout_s,
+        help=f"seconds a request may take to send its body after its headers (default {limits.body_timeout_s:g})",
+    )
+    serve.add_argument(
+        "--keep-alive",
+        type=int,
+        default=limits.keep_alive_s,
+        help=f"seconds an idle keep-alive connection stays open (default {limits.keep_alive_s})",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=limits.max_connections,
+        help=f"connections one server process holds at once; more get 503 (default {limits.max_connections})",
+    )
     serve.add_argument(
         "--trust-timestamps",
         action="store_true",
@@ -46,23 +78,36 @@ def register(commands: Any) -> None:
 
 def cmd_serve(_: None, args: argparse.Namespace) -> int:
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     from caseboard.api import create_app
     from caseboard.api.factory import TRUST_TIMESTAMPS
+    from caseboard.api.http_protocol import GuardedHttpProtocol
 
     settings = Settings.from_env()
     if not 0 < args.port < 65536:
         raise CaseboardError(f"--port must be between 1 and 65535, not {args.port}")
     if not 1 <= args.workers <= 64:
         raise CaseboardError(f"--workers must be between 1 and 64, not {args.workers}")
+    limits = _limits(args)
+    listening = bind(args.host, args.port)
     if args.demo:
         folder = Path(args.demo_dir)
         shutil.rmtree(folder, ignore_errors=True)
         url = f"sqlite:///{folder}/ledger.db"
     else:
         url = args.database_url or settings.database_url
-    app = build_app(settings, database_url=url)
-    keys = open_key_store(url, pool_size=settings.pool_size)
+    try:
+        app = build_app(settings, database_url=url)
+    except BaseException:
+        listening.close()
+        raise
+    try:
+        keys = open_key_store(url, pool_size=settings.pool_size)
+    except BaseException:
+        listening.close()
+        app.close()
+        raise
     try:
         base = f"http://{args.host}:{args.port}"
         if args.demo:
@@ -72,18 +117,52 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
         sys.stdout.flush()
         level = "info" if settings.log_level == "debug" else "warning"
         options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": level}
-        options["access_log"] = settings.log_level == "debug"
+        options.update(access_log=settings.log_level == "debug", http=GuardedHttpProtocol)
+        options.update(timeout_keep_alive=limits.keep_alive_s)
         if args.workers > 1:
             os.environ["CASEBOARD_DATABASE_URL"] = url
             os.environ[TRUST_TIMESTAMPS] = "1" if args.trust_timestamps else "0"
             factory = "caseboard.api.factory:from_environment"
-            uvicorn.run(factory, factory=True, workers=args.workers, **options)
+            config = uvicorn.Config(factory, factory=True, workers=args.workers, **options)
+            config.caseboard_limits = limits  # type: ignore[attr-defined]
+            Multiprocess(config, sockets=[listening]).run()
         else:
-            uvicorn.run(create_app(app, keys, trust_timestamps=args.trust_timestamps), **options)
+            config = uvicorn.Config(create_app(app, keys, trust_timestamps=args.trust_timestamps), **options)
+            config.caseboard_limits = limits  # type: ignore[attr-defined]
+            uvicorn.Server(config).run(sockets=[listening])
     finally:
+        listening.close()
         keys.close()
         app.close()
     return 0
+
+
+def _limits(args: argparse.Namespace) -> HttpLimits:
+    for flag, value in (("--header-timeout", args.header_timeout), ("--body-timeout", args.body_timeout)):
+        if not 0 < value <= 3600:
+            raise CaseboardError(f"{flag} must be more than 0 and at most 3600 seconds, not {value:g}")
+    if not 1 <= args.keep_alive <= 3600:
+        raise CaseboardError(f"--keep-alive must be between 1 and 3600 seconds, not {args.keep_alive}")
+    if not 1 <= args.max_connections <= 100_000:
+        raise CaseboardError(f"--max-connections must be between 1 and 100000, not {args.max_connections}")
+    return HttpLimits(args.header_timeout, args.body_timeout, args.keep_alive, args.max_connections)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound; a port in use (or a host that is not this machine's) is the
+    user's mistake, one line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        reason = error.strerror or str(error)
+        hint = "; is another server using it? pick another with --port" if error.errno == 98 else ""
+        raise CaseboardError(f"cannot listen on {host}:{port}: {reason}{hint}") from None
+    listening.set_inheritable(True)
+    return listening
 
 
 def load_demo(app: App, keys: KeyStore, base: str) -> None:
