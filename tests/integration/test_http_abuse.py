@@ -98,7 +98,11 @@ def server_process(postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, str
         yield base_url, specialist, proc.pid
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a server stuck on its loop does not stop on SIGTERM
+            proc.kill()
+            proc.wait(timeout=30)
         log.close()
 
 
