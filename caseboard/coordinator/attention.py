@@ -6,7 +6,8 @@ first:
 1. live hypotheses (any status but ``refuted``) and
 2. evidence that challenges a live hypothesis: these two always stay; a policy never deselects them;
 3. evidence a proposal rests on (its dependencies, and the evidence supporting a hypothesis among them);
-4. other observations that something refers to (support, an answer, a summary), most referenced first;
+4. other observations that something refers to (support, an answer, a selected summary), most referenced
+   first;
 5. the rest, most recent first.
 
 When an item must be selected and the selection is full, the lowest-ranked selected observation is deselected
@@ -23,7 +24,7 @@ from typing import Any
 from caseboard.reducers import Reducer, WorkspaceState
 
 ESCALATION = "human_review_required"
-TIERS = ("an unreferenced observation", "a referenced observation", "evidence a proposal rests on")
+TIERS = ("unreferenced", "referenced", "a proposal rests on it")
 
 
 class Room:
@@ -68,16 +69,12 @@ class Room:
         if not counts or self.count < self.limit:
             self._take(item_id, counts)
             return
-        victim = self._lowest(above=None if must_stay else self._rank_of_new(item_id))
+        victim = self._lowest(above=None if must_stay else (0, 0, self.state.version + 1))
         if victim is not None:
-            tier = TIERS[self.ranks[victim][0]]
+            tier, _, version = self.ranks[victim]
             self.deselected.append(victim)
             self.deselection.append(
-                {
-                    "id": victim,
-                    "reason": f"max_selected_items ({self.limit}) reached: deselected to make room for {what} "
-                    f"{item_id!r}; it ranked lowest ({tier}, recorded at version {self.ranks[victim][2]})",
-                }
+                {"id": victim, "reason": f"room for {what} {item_id!r}: ranked lowest ({TIERS[tier]}, v{version})"}
             )
             self.count -= 1
             self._take(item_id, counts)
@@ -117,43 +114,52 @@ class Room:
             self._ranks = _ranks(self.state, self)
         return self._ranks
 
-    def _rank_of_new(self, item_id: str) -> tuple[int, int, int]:
-        return (0, 0, self.state.version + 1)
-
     def _lowest(self, above: tuple[int, int, int] | None) -> str | None:
-        candidates = [(rank, ref) for ref, rank in self.ranks.items() if self.holds(ref) and ref not in self.keep]
-        if not candidates:
+        gone = self.keep.union(self.deselected)  # ranks hold only what the state has selected
+        lowest = min(((rank, ref) for ref, rank in self.ranks.items() if ref not in gone), default=None)
+        if lowest is None:
             return None
-        rank, ref = min(candidates)
+        rank, ref = lowest
         return ref if above is None or rank < above else None
 
 
 def _ranks(state: WorkspaceState, room: Room) -> dict[str, tuple[int, int, int]]:
+    """(tier, references, version) of each selected observation the policy may deselect: not a contradiction
+    of a live hypothesis, not a derived summary. One pass over the selection and the (few) hypotheses,
+    questions and proposals."""
     references: Counter[str] = Counter()
     protected: set[str] = set()
     for hyp in state.hypotheses.values():
         references.update(hyp.supporting)
-        references.update(hyp.challenging)
-        if room.live(hyp.id):
-            protected.update(hyp.challenging)
+        if hyp.challenging:
+            references.update(hyp.challenging)
+            if room.live(hyp.id):
+                protected.update(hyp.challenging)
     for question in state.questions.values():
-        references.update(question.evidence)
-    for obs in state.observations.values():
-        references.update(obs.derived_from)
+        if question.evidence:
+            references.update(question.evidence)
     rests_on: set[str] = set()
     for proposal in state.proposals.values():
-        if proposal.decision in ("revised", "withdrawn"):
-            continue
-        for dep in proposal.depends_on:
-            rests_on.add(dep)
-            supported = state.hypotheses.get(dep)
-            if supported is not None:
-                rests_on.update(supported.supporting)
+        if proposal.decision not in ("revised", "withdrawn"):
+            for dep in proposal.depends_on:
+                rests_on.add(dep)
+                supported = state.hypotheses.get(dep)
+                if supported is not None:
+                    rests_on.update(supported.supporting)
+    observations = state.observations
+    plain = []
+    for ref in room.reducer.selected_now(state):
+        obs = observations.get(ref)
+        if obs is None:
+            continue  # a hypothesis
+        if obs.derived_from:
+            references.update(obs.derived_from)
+        elif ref not in protected:
+            plain.append(obs)
+    if not references and not rests_on:
+        return {obs.id: (0, 0, obs.version) for obs in plain}
     ranks: dict[str, tuple[int, int, int]] = {}
-    for ref in state.selected_ids():
-        selected = state.observations.get(ref)
-        if selected is None or selected.derived_from or ref in protected:
-            continue  # hypotheses and contradictions stay; summaries take no room
-        tier = 2 if ref in rests_on else 1 if references[ref] else 0
-        ranks[ref] = (tier, references[ref], selected.version)
+    for obs in plain:
+        count = references[obs.id]
+        ranks[obs.id] = (2 if obs.id in rests_on else 1 if count else 0, count, obs.version)
     return ranks

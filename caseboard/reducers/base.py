@@ -28,7 +28,9 @@ class Reducer(Generic[S]):
       material change touching what the proposal rests on: what a review made against ``version`` did not see;
     - ``rests_on(state, proposal)`` lists the references a proposal rests on, as this reducer judges it: an
       observation among them that has expired makes the proposal require revalidation (freshness at use);
-    - ``idempotency_slot(principal, key)`` is where the state keeps a principal's idempotency key.
+    - ``idempotency_slot(principal, key)`` is where the state keeps a principal's idempotency key;
+    - ``selected_now(state)`` lists what is selected now, in no particular order, at a cost that follows the
+      size of the selection rather than the history of the workspace.
     """
 
     name: str
@@ -43,6 +45,7 @@ class Reducer(Generic[S]):
     review_gaps: Callable[[S, Any, int], list[int]]
     rests_on: Callable[[S, Any], list[str]]
     idempotency_slot: Callable[[str, str], str]
+    selected_now: Callable[[S], list[str]]
 
     def fold(self, state: S, commits: Iterable[Commit]) -> S:
         for commit in commits:

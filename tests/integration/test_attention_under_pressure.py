@@ -56,7 +56,7 @@ def test_the_hypothesis_and_its_contradiction_are_selected_and_a_routine_observa
     assert decision["selected"] == ["h"]
     (deselected,) = decision["deselected"]
     assert deselected.startswith("o") and deselected not in ("o0", "o-contra")
-    assert "to make room for hypothesis 'h'" in decision["deselection"][0]["reason"]
+    assert "room for hypothesis 'h'" in decision["deselection"][0]["reason"]
     assert busy.observation(deselected)["selected"] is False
 
 

@@ -24,6 +24,7 @@ REDUCER: Reducer[WorkspaceState] = Reducer(
     review_gaps=lambda state, proposal, version: gaps(state, dependency_closure(state, proposal), version),
     rests_on=dependency_closure,
     idempotency_slot=shared_key,
+    selected_now=lambda state: state.selected_ids(),
 )
 
 __all__ = ["NAME", "REDUCER", "WorkspaceState", "apply_item", "evolve", "initial", "render"]

@@ -36,6 +36,7 @@ REDUCER: Reducer[WorkspaceState] = Reducer(
     review_gaps=lambda state, proposal, version: gaps(state, proposal.depends_on, version),
     rests_on=dependency_path,
     idempotency_slot=shared_key,
+    selected_now=lambda state: state.selected_ids(),
 )
 
 __all__ = ["NAME", "REDUCER", "evolve", "render"]

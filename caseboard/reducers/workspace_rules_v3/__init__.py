@@ -24,6 +24,7 @@ REDUCER: Reducer[WorkspaceStateV3] = Reducer(
     review_gaps=lambda state, proposal, version: gaps(state, closure(state, proposal), version),
     rests_on=closure,
     idempotency_slot=slot,
+    selected_now=lambda state: state.selected_now(),
 )
 
 __all__ = ["NAME", "REDUCER", "WorkspaceStateV3"]

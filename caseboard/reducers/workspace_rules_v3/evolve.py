@@ -10,7 +10,9 @@ Each item is applied by v1's ``apply_item`` except where v3 differs:
   the request ``incomplete``, never ``completed``;
 - an ``answer`` settles its question only when it cites evidence (an observation, or a check that completed);
   an answer without it is kept beside the question, which stays open;
-- idempotency keys are kept per principal.
+- idempotency keys are kept per principal;
+- ``active`` holds what is selected now and nothing else (v1's ``selected`` keeps every id ever selected), so
+  that the selection policy's look at the selection costs what is selected, not everything that came and went.
 
 Pure: nothing but the state and the commit.
 """
@@ -58,6 +60,17 @@ def settles(state: WorkspaceState, evidence: tuple[str, ...]) -> bool:
 
 
 def apply_item(state: WorkspaceStateV3, commit: Commit, item: it.Item, decision: Decision) -> None:
+    _apply(state, commit, item, decision)
+    for ref in decision.get("selected", ()):
+        state.active[ref] = True
+    for ref in decision.get("deselected", ()):
+        if type(state.active) is dict:
+            state.active.pop(ref, None)
+        else:  # a fork (a ChainMap) cannot delete what its parent holds
+            state.active[ref] = False
+
+
+def _apply(state: WorkspaceStateV3, commit: Commit, item: it.Item, decision: Decision) -> None:
     match item:
         case it.Answer() if not settles(state, item.evidence):
             ref = f"{item.question}@{commit.version}"

@@ -3,7 +3,8 @@
 - ``reviews``: every review, with the version it was made against and the material changes it did not see;
 - ``coverage``: what each work result's query covered (time range, filters, targets, completion);
 - ``unsupported_answers``: answers that cited no evidence, kept beside a question that stays open;
-- ``idempotency`` is keyed by principal and key (``slot``), so one principal's key never answers another's.
+- ``idempotency`` is keyed by principal and key (``slot``), so one principal's key never answers another's;
+- ``active``: what is selected now (see ``selected_now``).
 """
 
 from __future__ import annotations
@@ -64,13 +65,20 @@ class WorkspaceStateV3(WorkspaceState):
     reviews: MutableMapping[str, ReviewRec] = field(default_factory=dict)
     coverage: MutableMapping[str, CoverageRec] = field(default_factory=dict)
     unsupported_answers: MutableMapping[str, AnswerRec] = field(default_factory=dict)
+    active: MutableMapping[str, bool] = field(default_factory=dict)
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
         *WorkspaceState.MAPPINGS,
         "reviews",
         "coverage",
         "unsupported_answers",
+        "active",
     )
+
+    def selected_now(self) -> list[str]:
+        """What is selected now, in no particular order: as many ids as the limit allows (``selected`` keeps
+        every id ever selected, deselected ones as False)."""
+        return [ref for ref, on in self.active.items() if on]
 
 
 def slot(principal: str, key: str) -> str:
