@@ -234,8 +234,11 @@ class Controller:
     ) -> None:
         self.ledger = ledger
         self.clock = clock
-        self.states = states or Workspaces(ledger).state_at
+        self.states = states or self._fold
         """The state of a workspace at a version, for what the projection does not carry (``followups``)."""
+        self._workspaces = Workspaces(ledger)
+        self._states: dict[str, WorkspaceState] = {}
+        self._states_lock = threading.Lock()
         self.turn_timeout_s = turn_timeout_s
         self.memories: dict[str, CycleMemory] = {}
         self.last: dict[str, tuple[int, str, str]] = {}
@@ -252,6 +255,23 @@ class Controller:
             self.memories[workspace_id] = memory
             return copy.deepcopy(memory)
 
+    def followups_at(self, workspace_id: str, version: int, reducer: str, now: datetime) -> Followups:
+        """What ``followups`` finds in the state at ``version``, judged at ``now``."""
+        with self._states_lock:  # the cached state is folded in place: one reader at a time
+            return followups(self.states(workspace_id, version), get_reducer(reducer), now)
+
+    def _fold(self, workspace_id: str, version: int) -> WorkspaceState:
+        """The state at ``version``, folded forward from the one this controller last read (a tick re-reads the
+        same version for nothing); loaded afresh when none is kept or the kept one is ahead of ``version``."""
+        state = self._states.get(workspace_id)
+        if state is None or state.version > version:
+            state = self._workspaces.state_at(workspace_id, version)
+        else:
+            for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=version):
+                state = self._workspaces.reducer.evolve(state, commit)
+        self._states[workspace_id] = state
+        return state
+
     def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
         now = self.clock()
         reclaims = expired_claims(view, now)
@@ -267,8 +287,7 @@ class Controller:
         memory = self.memory(view["workspace_id"], view["workspace_version"])
         found = None
         if view["status"] == "investigating":
-            state = self.states(view["workspace_id"], view["workspace_version"])
-            found = followups(state, get_reducer(view["reducer_version"]), now)
+            found = self.followups_at(view["workspace_id"], view["workspace_version"], view["reducer_version"], now)
         decision = decide_next(view, memory, now, self.turn_timeout_s, found)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once

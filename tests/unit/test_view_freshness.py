@@ -10,6 +10,7 @@ from typing import Any
 from caseboard.dispatcher.notification import Notification
 from caseboard.projections.freshness import expired_since, stale_now_header, stale_now_line
 from caseboard.projections.model_view import judgment_basis
+from caseboard.reducers import CURRENT
 from caseboard.workers.controller import Controller
 from caseboard.workers.runtime import bounded_view
 from tests.unit.board import Board, FakeClock, hyp, iso, link, obs, proposal
@@ -179,3 +180,16 @@ def test_a_judgment_built_on_a_view_records_the_views_time_of_use_in_its_output(
     board.ok("planner", [item])
     [commit] = board.ledger.read(board.workspace_id, after=4)
     assert commit.items[0].model_dump()["output"]["view_as_of"] == "2026-09-01T08:00:00Z"
+
+
+def test_one_controller_reads_each_version_it_decides_on_whether_later_or_earlier_than_the_last() -> None:
+    board = fresh_board()
+    controller = Controller(board.ledger, clock=FakeClock(MONTHS_LATER), turn_timeout_s=60)
+    first = controller.contribute(snapshot_notice(board), bounded_view(board.show())) or []
+    assert "recheck-o-health" in [i.get("request_id") for i in first]
+    board.clock.now = MONTHS_LATER
+    board.ok("controller", first, "controller")
+    assert controller.followups_at(board.workspace_id, 5, CURRENT, MONTHS_LATER).requests == ()
+    earlier = controller.followups_at(board.workspace_id, 4, CURRENT, MONTHS_LATER)  # loaded afresh
+    assert [r["request_id"] for r in earlier.requests] == ["recheck-o-health"]
+    assert controller.followups_at(board.workspace_id, 5, CURRENT, MONTHS_LATER).stale_proposals == ("p1",)
