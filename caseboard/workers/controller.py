@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +46,8 @@ from caseboard.workers.scripted import specialist_principal
 log = structlog.get_logger("caseboard.controller")
 
 UNVERIFIED = ("proposed", "supported", "challenged")
+STATES_KEPT = 256
+"""The workspaces whose state the controller keeps to fold forward (least recently decided dropped first)."""
 
 
 @dataclass
@@ -237,7 +240,7 @@ class Controller:
         self.states = states or self._fold
         """The state of a workspace at a version, for what the projection does not carry (``followups``)."""
         self._workspaces = Workspaces(ledger)
-        self._states: dict[str, WorkspaceState] = {}
+        self._states: OrderedDict[str, WorkspaceState] = OrderedDict()
         self._states_lock = threading.Lock()
         self.turn_timeout_s = turn_timeout_s
         self.memories: dict[str, CycleMemory] = {}
@@ -270,6 +273,9 @@ class Controller:
             for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=version):
                 state = self._workspaces.reducer.evolve(state, commit)
         self._states[workspace_id] = state
+        self._states.move_to_end(workspace_id)
+        while len(self._states) > STATES_KEPT:
+            self._states.popitem(last=False)
         return state
 
     def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
