@@ -28,7 +28,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.projections.workspaces import Workspaces
 from caseboard.reducers import get_reducer
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+from caseboard.reducers import WorkspaceState
 
 log = structlog.get_logger("caseboard.dispatcher")
 
