@@ -27,8 +27,7 @@ from caseboard.dispatcher.store import Delivery, DispatchStore
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.projections.workspaces import Workspaces
-from caseboard.reducers import get_reducer
-from caseboard.reducers import WorkspaceState
+from caseboard.reducers import WorkspaceState, get_reducer
 
 log = structlog.get_logger("caseboard.dispatcher")
 
