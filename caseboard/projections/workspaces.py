@@ -24,8 +24,7 @@ import structlog
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected
-from caseboard.reducers import Reducer, get_reducer
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 log = structlog.get_logger("caseboard.projections")
 

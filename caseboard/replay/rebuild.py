@@ -15,8 +15,7 @@ from typing import Any
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.reducers import Reducer, get_reducer
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 from caseboard.replay.audit import checked_file_commits, checked_ledger_commits
 from caseboard.replay.records import read_file, read_ledger
 

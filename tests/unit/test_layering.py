@@ -181,3 +181,73 @@ def test_every_caseboard_package_is_a_regular_package_that_a_wheel_ships() -> No
         if "__pycache__" not in path.parts
     )
     assert sorted(set(find_packages(str(ROOT), include=["caseboard*"]))) == sorted(set(directories))
+
+
+LAYERS: dict[str, set[str]] = {
+    # each part of caseboard, and the parts it may import (DESIGN §2: domain <- reducers <- projections <- the
+    # rest; the composition roots, app and the entry points, see everything)
+    "domain": set(),
+    "reducers": {"domain"},
+    "ledger": {"domain"},
+    "settings": {"domain"},
+    "logs": set(),
+    "http_limits": set(),
+    "schemas": {"domain", "projections"},
+    "projections": {"domain", "ledger", "reducers"},
+    "coordinator": {"domain", "ledger", "projections", "reducers"},
+    "dispatcher": {"domain", "ledger", "projections", "reducers"},
+    "replay": {"domain", "ledger", "reducers"},
+    "keys": {"domain", "ledger"},
+    "client": {"domain"},
+    "app": {"coordinator", "dispatcher", "domain", "ledger", "projections", "settings", "keys"},
+    "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
+    "api": {
+        "app", "coordinator", "domain", "http_limits", "keys", "logs", "projections", "reducers", "replay",
+        "settings", "mcp_server",
+    },
+    "mcp_server": {"api", "app", "coordinator", "domain", "keys", "logs", "projections", "reducers", "replay",
+                   "settings"},
+    "cli": {
+        "api", "app", "coordinator", "dispatcher", "domain", "http_limits", "keys", "logs", "mcp_server",
+        "projections", "reducers", "replay", "settings", "workers",
+    },
+    "scenarios": set(),
+    "__main__": {"cli"},
+}  # fmt: skip
+
+
+def part_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_every_part_imports_only_the_parts_below_it() -> None:
+    violations = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name == "caseboard":
+            continue
+        part = part_of(name)
+        assert part in LAYERS, f"{name}: a new part of caseboard; say in LAYERS what it may import"
+        for line, imported in imports_of(path):
+            if imported.startswith("caseboard.") and part_of(imported) not in LAYERS[part] | {part}:
+                violations.append(f"{name} imports {imported} (line {line})")
+    assert violations == []
+
+
+def test_nothing_outside_the_reducers_reaches_into_a_reducer_package() -> None:
+    """Other layers use ``caseboard.reducers`` (get_reducer, the Reducer interface, the state's types) only."""
+    violations = [
+        f"{module_name(path)} imports {imported} (line {line})"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if part_of(module_name(path)) != "reducers"
+        for line, imported in imports_of(path)
+        if imported.startswith("caseboard.reducers.") and imported != "caseboard.reducers.base"
+    ]
+    assert violations == []
+
+
+def test_the_layer_checks_would_flag_a_reach_into_a_reducer_and_an_upward_import() -> None:
+    assert part_of("caseboard.reducers.workspace_rules_v1.render") == "reducers"
+    assert "api" not in LAYERS["projections"] and "cli" not in LAYERS["dispatcher"]
+    found = {imported for _, imported in imports_of(PACKAGE / "coordinator" / "decide.py")}
+    assert "caseboard.reducers" in found
