@@ -12,6 +12,7 @@ line prints, with a status code chosen per token (docs/adr/0030-http-api.md):
     unauthenticated                                                     401  no key, or a revoked or wrong one
     unavailable                                                         503  the ledger cannot be reached
     not_found, method_not_allowed                                       404, 405  no such route, or method
+    internal                                                            500  a bug (logged)
 
 A body over the size limit is ``invalid`` with 413 (docs/adr/0045).
 """
@@ -134,6 +135,17 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
     else:
         body = {"ok": False, "reason": "unavailable", "message": f"{where}: {error.detail}"}
     return JSONResponse(body, status_code=error.status_code, headers=headers)
+
+
+INTERNAL_ERROR = JSONResponse(
+    {"ok": False, "reason": "internal", "message": "an internal error; it is logged (retry later, or report it)"},
+    status_code=500,
+)
+"""A bug's answer: nothing about it leaves the server but this (the log has the traceback)."""
+
+
+async def on_internal_error(request: Request, error: Exception) -> JSONResponse:
+    return INTERNAL_ERROR
 
 
 async def on_api_error(request: Request, error: Exception) -> JSONResponse:

@@ -35,7 +35,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from caseboard.api.auth import ROLE_HEADER, Caller, authorize
-from caseboard.api.errors import ApiError, on_caseboard_error, on_http_error, refusal_response, too_large
+from caseboard.api.errors import (
+    INTERNAL_ERROR,
+    ApiError,
+    on_caseboard_error,
+    on_http_error,
+    on_internal_error,
+    refusal_response,
+    too_large,
+)
 from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.routes_write import WORKSPACE_ID, contribution_of, respond, submit_contribution
 from caseboard.api.services import Services
@@ -67,6 +75,7 @@ class CaseboardAPI(FastAPI):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_exception_handler(StarletteHTTPException, on_http_error)  # 404, 405, 413: the contract's shape
+        self.add_exception_handler(Exception, on_internal_error)  # a bug: 500, in the same shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -153,8 +162,9 @@ class CaseboardAPI(FastAPI):
             return False
         except CaseboardError as error:
             response = await on_caseboard_error(Request(scope), error)
-        except BaseException:  # uvicorn answers 500, as FastAPI's own error middleware would
+        except Exception:  # answered and raised on, as Starlette's error middleware does (uvicorn logs it)
             svc.metrics.request("POST", SUBMIT_ROUTE, 500, time.perf_counter() - started, fast=True)
+            await INTERNAL_ERROR(scope, receive, send)
             raise
         await response(scope, receive, send)
         seconds = time.perf_counter() - started

@@ -282,3 +282,22 @@ def test_the_openapi_document_lists_invalid_and_too_large_for_the_write_routes(s
     parameters = document["paths"]["/workspaces/{workspace_id}"]["get"]["parameters"]
     (workspace,) = [p for p in parameters if p["name"] == "workspace_id"]
     assert "/" not in workspace["schema"]["pattern"]
+
+
+class Broken:
+    submits_on_loop = True
+
+    def submit(self, contribution: object) -> dict[str, Any]:
+        raise RuntimeError("a bug in the coordinator")
+
+    async def submit_on_loop(self, contribution: object) -> dict[str, Any]:
+        raise RuntimeError("a bug in the coordinator")
+
+
+def test_a_bug_is_a_500_in_the_contract_shape(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = server.as_("spec", "specialist")
+    assert client.get("/whoami").status_code == 200  # the key is cached: the fast path takes the next one
+    monkeypatch.setattr(server.app, "coordinator", lambda **_: Broken())
+    answer = client.post(PATH, json={"items": [observation("o-1")]})
+    assert_refused(answer, 500, "internal")
+    assert "a bug in the coordinator" not in answer.text
