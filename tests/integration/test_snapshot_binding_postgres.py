@@ -11,13 +11,24 @@ from urllib.parse import parse_qs, urlparse
 
 import psycopg
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
+from caseboard.cli.main import main
 from caseboard.ledger import open_ledger
 from caseboard.replay.verify import verify_ledger
 from tests.http_server import observation, open_body, running_server
 
 pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """The CLI logs to the stream of the moment (a capture); later tests must not write there."""
+    yield
+    structlog.reset_defaults()
+
+
 WS = "ws-snap"
 GOAL = "Find the failure mechanism"
 
@@ -150,3 +161,15 @@ def test_a_snapshot_of_another_chain_is_not_used(snapshotted: str) -> None:
         assert report.problem is not None and report.problem.kind == "snapshot_unbound"
     finally:
         ledger.close()
+
+
+def test_caseboard_verify_reports_an_edited_snapshot_with_exit_status_1(
+    snapshotted: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--database-url", snapshotted, "verify", WS, "--format", "json"]) == 0
+    intact = json.loads(capsys.readouterr().out)
+    assert intact["intact"] and intact["snapshots"] == len(rows(snapshotted))
+    version = edit_latest(snapshotted, reseal=False, goal="Forged goal")
+    assert main(["--database-url", snapshotted, "verify", WS, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["intact"], report["first_bad_version"], report["kind"]) == (False, version, "snapshot_altered")
