@@ -54,6 +54,11 @@ check: lint typecheck test ## lint, typecheck and test
 bench: $(STAMP) ## benchmarks on PostgreSQL; the last line is one JSON object of ratios
 	$(BIN)/python scripts/bench.py
 
+soak: $(STAMP) ## 30 min of mixed load through database crashes, broker restarts and server kills (not in test; MINUTES=3)
+	$(BIN)/python scripts/soak.py --minutes $${MINUTES:-30}
+
+.PHONY: soak
+
 schemas: $(STAMP) ## regenerate the JSON Schemas in schemas/
 	$(BIN)/python -m caseboard.schemas schemas
 

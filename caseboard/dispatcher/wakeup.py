@@ -18,6 +18,7 @@ import structlog
 from psycopg.sql import SQL, Identifier
 
 from caseboard.ledger import libpq
+from caseboard.ledger.connections import safe_conninfo
 
 log = structlog.get_logger("caseboard.dispatcher")
 
@@ -69,7 +70,7 @@ class CommitNotifier:
             self._pending = False  # before the NOTIFY: a commit that reads it False sets the event again
             try:
                 if conn is None or conn.closed:
-                    conn = psycopg.connect(_conninfo(self.url), autocommit=True, connect_timeout=5)
+                    conn = psycopg.connect(_conninfo(self.url), autocommit=True, **safe_conninfo({}))
                     statement = SQL("NOTIFY {}").format(Identifier(self.channel)).as_bytes(conn)
                 libpq.command(conn.pgconn, statement)
             except psycopg.Error as error:
@@ -81,18 +82,37 @@ class CommitNotifier:
 
 
 class CommitListener:
-    """Blocks until a commit is announced or ``timeout`` passes (the fallback poll)."""
+    """Blocks until a commit is announced or ``timeout`` passes (the fallback poll). A lost connection (the
+    database restarted) counts as a wake-up, so that the dispatcher reads the outbox again, and the next
+    wait listens on a new connection (ADR 0040)."""
 
     def __init__(self, url: str) -> None:
+        self.url = url
         self.channel = channel_for(url)
-        self.conn = psycopg.connect(_conninfo(url), autocommit=True, connect_timeout=5)
+        self.conn: psycopg.Connection[tuple[object, ...]] | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        self.conn = psycopg.connect(_conninfo(self.url), autocommit=True, **safe_conninfo({}))
         self.conn.execute(SQL("LISTEN {}").format(Identifier(self.channel)))
 
     def wait(self, timeout: float) -> bool:
         woke = False
-        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
-            woke = True
+        try:
+            if self.conn is None or self.conn.closed:
+                self._listen()
+            assert self.conn is not None
+            for _ in self.conn.notifies(timeout=timeout, stop_after=1):
+                woke = True
+        except psycopg.Error as error:
+            log.warning("commit_listen_failed", error=" ".join(str(error).split()))
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = None
+            time.sleep(min(timeout, 0.5))  # a database that is down is not asked again at once
+            return True
         return woke
 
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()

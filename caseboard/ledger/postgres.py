@@ -34,6 +34,7 @@ from psycopg import pq
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger import libpq
 from caseboard.ledger.connections import GuardedDatastore, connection_failed
 from caseboard.ledger.group_commit import GroupCommit
@@ -121,8 +122,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
     def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
         """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind
         them, because only rows of transactions older than every running one are read."""
-        with self.datastore.get_connection() as conn:
-            rows = conn.execute(self.outbox_statement, (str(after[0]), after[1], limit)).fetchall()
+        try:
+            with self.datastore.get_connection() as conn:
+                rows = conn.execute(self.outbox_statement, (str(after[0]), after[1], limit)).fetchall()
+        except PersistenceError as error:  # the dispatcher waits and reads again
+            raise LedgerUnavailable(f"the outbox could not be read: {error}") from error
         return [
             (
                 row["tx"],
