@@ -16,6 +16,7 @@ belongs to the chain is for its reader to check against the commit at ``version`
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,10 +31,12 @@ from eventsourcing.persistence import (
 
 from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, stored_hash
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.domain.items import WORKSPACE_ID_PATTERN
 from caseboard.ledger.upcast import upcast_commit
 
 SNAPSHOT_TOPIC = "caseboard.snapshot"
 SNAPSHOT_FORMAT = 1
+WORKSPACE_ID = re.compile(WORKSPACE_ID_PATTERN)
 
 
 class VersionTaken(CaseboardError):
@@ -184,7 +187,13 @@ class EventsourcingLedger:
             raise _append_error(commit, error) from error
 
     def append_many(self, commits: Sequence[Commit]) -> None:
-        """Several commits in one transaction: all land or none does (imports)."""
+        """Several commits in one transaction: all land or none does (imports). A workspace id must be one a
+        route can name (``WORKSPACE_ID_PATTERN``, docs/adr/0046), as the coordinator's are."""
+        for commit in commits[:1]:
+            if not WORKSPACE_ID.fullmatch(commit.workspace_id):
+                raise CaseboardError(
+                    f"workspace id {commit.workspace_id!r}: use letters, digits and . _ : @ - (no '/'), at most 128"
+                )
         try:
             self.events.insert_events([encode_commit(commit) for commit in commits])
         except IntegrityError as error:

@@ -15,8 +15,10 @@ from pydantic import ValidationError
 from caseboard.coordinator.parse import MAX_JSON_VALUES, parse_contribution, parse_json
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import CaseboardError, Refused
 from caseboard.domain.items import MAX_DEPTH, Judgment
+from caseboard.ledger import open_ledger
+from caseboard.replay.transfer import import_file
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTHOR = {"principal": "planner-1", "role": "planner"}
@@ -119,3 +121,12 @@ def test_every_recorded_commit_still_reads() -> None:
         for line in path.read_text().splitlines():
             commit = Commit.model_validate_json(line)
             assert commit.stored_json == line.encode()
+
+
+def test_an_import_under_a_workspace_id_no_route_can_name_is_refused() -> None:
+    ledger = open_ledger("memory://")
+    with pytest.raises(CaseboardError, match="no '/'"):
+        import_file(ledger, ROOT / "corpus" / "incident-042.jsonl", "ta/repro")
+    assert ledger.head("ta/repro") == 0
+    assert import_file(ledger, ROOT / "corpus" / "incident-042.jsonl", "ta-repro").commits == 20
+    assert refusal({**contribution(), "workspace_id": "ta/repro"}).field == "workspace_id"
