@@ -1,0 +1,163 @@
+"""What each tool does, through the HTTP API's own code: the same visibility check (``visible``), the same
+route functions, the same commit path. A tool is a thin adapter, so MCP and HTTP cannot disagree.
+
+Each operation runs in a worker thread (the coordinator and the ledger are synchronous) and returns a JSON
+body: an answer with ``"ok": true``, or the contract's refusal body with ``"ok": false``. Errors raised on the
+way (``ApiError``, ``CaseboardError``) are turned into refusals by the caller (``caseboard/mcp_server/tools.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import Response
+
+from caseboard.api import routes_read, routes_write
+from caseboard.api.auth import Caller, visible
+from caseboard.api.errors import ApiError
+from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
+from caseboard.api.services import Services
+from caseboard.domain import items as it
+from caseboard.domain.errors import Reason
+from caseboard.domain.items import Role
+from caseboard.mcp_server import arguments as a
+from caseboard.mcp_server.catalog import Catalog
+from caseboard.mcp_server.refusals import refusal
+
+CLAIMING_ROLES = (Role.SPECIALIST, Role.VERIFIER)
+OPEN_STATUSES = ("awaiting_result", "claimed")
+
+
+def body_of(response: Response) -> dict[str, Any]:
+    """A route's JSON answer, with ``ok`` false when its status says it refused."""
+    body: dict[str, Any] = json.loads(bytes(response.body))
+    if response.status_code >= 400:
+        return {"ok": False, **body}
+    return body
+
+
+def whoami(svc: Services, who: Caller, _: a.NoArguments) -> dict[str, Any]:
+    return {"ok": True, **routes_read.whoami(who).model_dump(mode="json")}
+
+
+def list_workspaces(svc: Services, who: Caller, args: a.ListWorkspaces, catalog: Catalog) -> dict[str, Any]:
+    ids = catalog.of_tenant(who.tenant_id, after=args.after, limit=args.limit + 1)
+    page, more = ids[: args.limit], len(ids) > args.limit
+    listed = []
+    for workspace_id in page:
+        state = svc.app.workspaces.state_at(workspace_id)
+        document = svc.app.workspaces.reducer.render(state)
+        listed.append(
+            {
+                "workspace_id": workspace_id,
+                "status": document["status"],
+                "workspace_version": document["workspace_version"],
+                "goal": document["goal"],
+                "scope": document["scope"],
+            }
+        )
+    answer: dict[str, Any] = {"ok": True, "tenant_id": who.tenant_id, "workspaces": listed}
+    if more:
+        answer["next_after"] = page[-1]
+    return answer
+
+
+def read_workspace(svc: Services, who: Caller, args: a.ReadWorkspace) -> dict[str, Any]:
+    response = routes_read.projection(args.workspace_id, who, svc, args.version, args.reducer, "json", None)
+    body = body_of(response)
+    return body if body.get("ok") is False else {"ok": True, "projection": body}
+
+
+def read_view(svc: Services, who: Caller, args: a.ReadView) -> dict[str, Any]:
+    response = routes_read.view(args.workspace_id, who, svc, args.budget_chars, args.role, args.version, args.as_of)
+    body = body_of(response)
+    return body if body.get("ok") is False else {"ok": True, **body}
+
+
+def read_timeline(svc: Services, who: Caller, args: a.WorkspaceArgument) -> dict[str, Any]:
+    body = body_of(routes_read.timeline(args.workspace_id, who, svc, None))
+    return body if body.get("ok") is False else {"ok": True, **body}
+
+
+def changes_since(svc: Services, who: Caller, args: a.ChangesSince) -> dict[str, Any]:
+    visible(svc, who, args.workspace_id)
+    head = svc.app.ledger.head(args.workspace_id)
+    if args.after > head:
+        return refusal(
+            Reason.INVALID,
+            f"after: the workspace is at version {head}; there is nothing after version {args.after}",
+            field="after",
+            current_version=head,
+        )
+    commits = svc.app.ledger.read(args.workspace_id, after=args.after, upto=args.after + args.limit)
+    last = commits[-1].version if commits else args.after
+    answer: dict[str, Any] = {
+        "ok": True,
+        "workspace_id": args.workspace_id,
+        "after": args.after,
+        "current_version": head,
+        "changes": [commit.summary() for commit in commits],
+    }
+    if last < head:
+        answer["next_after"] = last
+    return answer
+
+
+def list_work(svc: Services, who: Caller, args: a.ListWork) -> dict[str, Any]:
+    """The work requests still open (awaiting a result, or claimed), each with what the caller may do."""
+    body = body_of(routes_read.projection(args.workspace_id, who, svc, None, None, "json", None))
+    if body.get("ok") is False:
+        return body
+    claims = who.role in CLAIMING_ROLES
+    work = []
+    for request in body.get("work", []):
+        if request["status"] not in OPEN_STATUSES:
+            continue
+        yours = request.get("holder") == who.key.principal
+        free = request["status"] == "awaiting_result" or bool(request.get("lease_lapsed"))
+        work.append({**request, "held_by_you": yours, "claimable": claims and free and not yours})
+    return {
+        "ok": True,
+        "workspace_id": args.workspace_id,
+        "workspace_version": body["workspace_version"],
+        "role": who.role.value,
+        "work": work,
+    }
+
+
+def submit(svc: Services, who: Caller, args: a.Submit) -> dict[str, Any]:
+    """One contribution, authored by the key: an ``open`` item takes the HTTP API's open route (the tenant
+    must be the key's), anything else its submit route (the workspace must be visible)."""
+    first = args.items[0]
+    if isinstance(first, it.Open):
+        if len(args.items) > 1:
+            return refusal(Reason.INVALID, "items: an 'open' item is submitted alone", field="items[1]")
+        if args.expected_version is not None:
+            return refusal(
+                Reason.INVALID, "expected_version: an 'open' item has no version to expect", field="expected_version"
+            )
+        request = OpenWorkspaceRequest(
+            workspace_id=args.workspace_id,
+            scope=first.scope,
+            goal=first.goal,
+            runtime_limits=first.runtime_limits,
+            execution_mode=first.execution_mode,
+            idempotency_key=args.idempotency_key,
+            at=args.at,
+        )
+        try:
+            return body_of(routes_write.open_workspace(request, who, svc))
+        except ApiError as error:
+            if error.body.get("field") == "scope.tenant_id":
+                error.body["field"] = "items[0].scope.tenant_id"
+            raise
+    contribution = ContributionRequest.model_construct(
+        workspace_id=None,
+        author=None,
+        expected_version=args.expected_version,
+        idempotency_key=args.idempotency_key,
+        at=args.at,
+        items=list(args.items),
+    )
+    return body_of(routes_write.submit_contribution(svc, who, args.workspace_id, contribution))
