@@ -130,3 +130,22 @@ def test_an_import_under_a_workspace_id_no_route_can_name_is_refused() -> None:
     assert ledger.head("ta/repro") == 0
     assert import_file(ledger, ROOT / "corpus" / "incident-042.jsonl", "ta-repro").commits == 20
     assert refusal({**contribution(), "workspace_id": "ta/repro"}).field == "workspace_id"
+
+
+def test_commas_inside_strings_do_not_count_as_values() -> None:
+    line = '2026-03-02 13:57:00,123 ERROR auth, tls: handshake failed, peer="payments-api-3", retry=1, '
+    statement = (line * 60)[:4000]
+    items = [
+        {
+            "type": "observation",
+            "id": f"obs-{n}",
+            "statement": statement,
+            "source": {"system": "auth-logs", "instance": "payments-api-3"},
+            "event_time": "2026-03-02T13:57:00Z",
+            "event_time_quality": "verified",
+        }
+        for n in range(100)
+    ]
+    raw = json.dumps({"workspace_id": "ws-1", "author": {"principal": "s", "role": "specialist"}, "items": items})
+    assert raw.count(",") > MAX_JSON_VALUES
+    assert len(parse_contribution(raw).items) == 100
