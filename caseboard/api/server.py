@@ -17,7 +17,6 @@ from caseboard.api.services import KeyCache, Services
 from caseboard.app import App
 from caseboard.domain.errors import CaseboardError
 from caseboard.keys import KeyStore
-from caseboard.mcp_server import mount_mcp
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 """A contribution holds at most 100 items of short claims; large material lives behind evidence_ref."""
@@ -66,6 +65,8 @@ def create_app(
     for module in (routes_write, routes_read, routes_events, routes_ops):
         api.include_router(module.router)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
+    from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules
+
     mount_mcp(api, services)  # MCP (streamable HTTP) at /mcp, over the same services: caseboard/mcp_server
     api.add_exception_handler(ApiError, on_api_error)
     api.add_exception_handler(RequestValidationError, on_validation_error)
