@@ -24,6 +24,7 @@ class Settings:
     redis_namespace: str = "caseboard"
     heartbeat_ms: int = 60_000
     worker_poll_ms: int = 10
+    artifact_max_bytes: int = 256 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -37,6 +38,7 @@ class Settings:
             redis_namespace=env.get("CASEBOARD_REDIS_NAMESPACE") or "caseboard",
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
             worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
+            artifact_max_bytes=_int(env, "CASEBOARD_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024),
         )
         settings.validate()
         return settings

@@ -1,0 +1,201 @@
+"""The embedded artifact store: files under ``.caseboard/artifacts/`` next to the SQLite ledger.
+
+Layout: ``ROOT/<tenant>/<hex[:2]>/<hex>`` holds the bytes and ``<hex>.json`` the metadata (the tenant's
+directory name is its id percent-encoded, so an id with ``/`` stays one directory). An upload is written to
+``ROOT/.partial/`` and fsynced, then renamed into place; the metadata is written last, and created with a
+hard link, which fails when it exists, so of two processes storing the same bytes one creates the artifact
+and the other finds it. An artifact is visible only once its metadata is there: a killed upload leaves at
+most a file in ``.partial/`` (swept when older than a day) and nothing anyone can list or read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
+from caseboard.evidence.model import (
+    BLOCK,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MEDIA_TYPE,
+    ArtifactMeta,
+    ArtifactNotFound,
+    RangeOutside,
+    Stored,
+)
+from caseboard.evidence.scan import Intake, cut, facts, start_block
+
+PARTIAL_MAX_AGE_S = 24 * 3600
+
+
+class FileArtifactStore:
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self.partial = root / ".partial"
+        self.partial.mkdir(parents=True, exist_ok=True)
+        self._sweep()
+
+    def _sweep(self) -> None:
+        cutoff = time.time() - PARTIAL_MAX_AGE_S
+        for stale in self.partial.iterdir():
+            try:
+                if stale.stat().st_mtime < cutoff:
+                    stale.unlink()
+            except OSError:
+                pass  # another process took it away
+
+    def _paths(self, tenant_id: str, artifact_id: str) -> tuple[Path, Path]:
+        if ARTIFACT_ID_RE.fullmatch(artifact_id) is None:
+            raise ArtifactNotFound(artifact_id)
+        hexdigest = artifact_id.removeprefix("sha256:")
+        folder = self.root / quote(tenant_id, safe="") / hexdigest[:2]
+        return folder / hexdigest, folder / f"{hexdigest}.json"
+
+    def put(
+        self,
+        tenant_id: str,
+        chunks: Iterable[bytes],
+        *,
+        stored_by: str,
+        media_type: str = DEFAULT_MEDIA_TYPE,
+        source_system: str | None = None,
+    ) -> Stored:
+        intake = Intake(self.max_bytes)
+        temp = self.partial / uuid.uuid4().hex
+        try:
+            with open(temp, "wb") as out:
+                for block in intake.blocks(chunks):
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+            blob, meta_path = self._paths(tenant_id, intake.artifact_id)
+            existing = self._read_meta(meta_path)
+            if existing is not None and existing.removed_at is None and blob.exists():
+                return Stored(existing, created=False)
+            blob.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(temp, blob)
+        finally:
+            temp.unlink(missing_ok=True)
+        meta = ArtifactMeta(
+            artifact_id=intake.artifact_id,
+            tenant_id=tenant_id,
+            media_type=media_type,
+            size=intake.size,
+            lines=intake.lines,
+            source_system=source_system,
+            stored_by=stored_by,
+            stored_at=datetime.now(UTC),
+            block_lines=tuple(intake.block_lines),
+        )
+        created = self._write_meta(meta_path, meta, replace=existing is not None)
+        return Stored(meta if created else self.meta(tenant_id, intake.artifact_id), created=created)
+
+    def _write_meta(self, path: Path, meta: ArtifactMeta, *, replace: bool) -> bool:
+        temp = self.partial / f"{uuid.uuid4().hex}.json"
+        record: dict[str, Any] = {**meta.public(), "block_lines": list(meta.block_lines)}
+        try:
+            temp.write_text(json.dumps(record), encoding="utf-8")
+            if replace:
+                os.replace(temp, path)
+                return True
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            temp.unlink(missing_ok=True)
+
+    @staticmethod
+    def _read_meta(path: Path) -> ArtifactMeta | None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        removed = record.get("removed_at")
+        return ArtifactMeta(
+            artifact_id=record["artifact_id"],
+            tenant_id=record["tenant_id"],
+            media_type=record["media_type"],
+            size=record["size"],
+            lines=record["lines"],
+            source_system=record["source_system"],
+            stored_by=record["stored_by"],
+            stored_at=datetime.fromisoformat(record["stored_at"]),
+            block_lines=tuple(record["block_lines"]),
+            removed_at=datetime.fromisoformat(removed) if removed else None,
+        )
+
+    def meta(self, tenant_id: str, artifact_id: str) -> ArtifactMeta:
+        meta = self._read_meta(self._paths(tenant_id, artifact_id)[1])
+        if meta is None:
+            raise ArtifactNotFound(artifact_id)
+        if meta.removed_at is not None:
+            raise ArtifactNotFound(artifact_id, removed=True)
+        return meta
+
+    def _blocks(self, blob: Path, artifact_id: str, start: int) -> Iterator[bytes]:
+        try:
+            handle = open(blob, "rb")  # noqa: SIM115 (closed by the generator that reads it)
+        except FileNotFoundError:
+            raise ArtifactNotFound(artifact_id, removed=True) from None
+        return _read_blocks(handle, start)
+
+    def read(self, tenant_id: str, artifact_id: str) -> Iterator[bytes]:
+        self.meta(tenant_id, artifact_id)
+        return self._blocks(self._paths(tenant_id, artifact_id)[0], artifact_id, 0)
+
+    def excerpt(self, tenant_id: str, artifact_id: str, span: Span) -> Iterator[bytes]:
+        meta = self.meta(tenant_id, artifact_id)
+        if not span.inside(meta.size, meta.lines):
+            raise RangeOutside(artifact_id, span, meta.size, meta.lines)
+        return self._cut(meta, span)
+
+    def _cut(self, meta: ArtifactMeta, span: Span) -> Iterator[bytes]:
+        block = start_block(span, meta.block_lines)
+        blocks = self._blocks(self._paths(meta.tenant_id, meta.artifact_id)[0], meta.artifact_id, block)
+        return cut(span, blocks, block, meta.block_lines)
+
+    def list(self, tenant_id: str) -> list[ArtifactMeta]:
+        folder = self.root / quote(tenant_id, safe="")
+        found = [self._read_meta(path) for path in sorted(folder.glob("*/*.json"))]
+        return sorted((m for m in found if m is not None), key=lambda m: (m.stored_at, m.artifact_id))
+
+    def remove(self, tenant_id: str, artifact_id: str) -> bool:
+        blob, meta_path = self._paths(tenant_id, artifact_id)
+        meta = self._read_meta(meta_path)
+        if meta is None or meta.removed_at is not None:
+            return False
+        tombstone = ArtifactMeta(**{**_fields(meta), "removed_at": datetime.now(UTC)})
+        self._write_meta(meta_path, tombstone, replace=True)
+        blob.unlink(missing_ok=True)
+        return True
+
+    def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
+        try:
+            meta = self.meta(tenant_id, cited.artifact)
+            return facts(meta.size, meta.lines, cited.span, lambda: self._cut(meta, cited.span))
+        except ArtifactNotFound:
+            return None
+
+    def close(self) -> None:
+        pass
+
+
+def _fields(meta: ArtifactMeta) -> dict[str, Any]:
+    return {name: getattr(meta, name) for name in ArtifactMeta.__slots__}
+
+
+def _read_blocks(handle: Any, start: int) -> Iterator[bytes]:
+    with handle:
+        handle.seek(start * BLOCK)
+        while data := handle.read(BLOCK):
+            yield data

@@ -1,0 +1,121 @@
+"""The artifact store's protocol, its records and its errors (docs/adr/0080).
+
+CaseboardError
+└── ArtifactError                  something about an artifact that the caller can act on
+    ├── ArtifactNotFound           no such artifact in the tenant (also: another tenant's, a removed one)
+    ├── ArtifactTooLarge           the upload crossed the size limit while streaming; nothing was stored
+    └── RangeOutside               the lines or bytes asked for are not inside the artifact
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from caseboard.domain.citations import CitationFacts, Cited, Span
+from caseboard.domain.errors import CaseboardError
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+BLOCK = 1024 * 1024
+"""Artifacts are kept in blocks of this many bytes (rows in PostgreSQL); the line index has one entry per block."""
+DEFAULT_MEDIA_TYPE = "application/octet-stream"
+
+
+class ArtifactError(CaseboardError):
+    pass
+
+
+class ArtifactNotFound(ArtifactError):
+    def __init__(self, artifact_id: str, *, removed: bool = False) -> None:
+        self.artifact_id = artifact_id
+        self.removed = removed
+        what = "was removed under retention" if removed else "is not in this tenant's artifact store"
+        super().__init__(f"artifact {artifact_id} {what}; `caseboard artifacts list` shows what is stored")
+
+
+class ArtifactTooLarge(ArtifactError):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the artifact is over the limit of {limit} bytes (CASEBOARD_ARTIFACT_MAX_BYTES); nothing was stored: "
+            "store a smaller artifact (split the bundle) or raise the limit"
+        )
+
+
+class RangeOutside(ArtifactError):
+    def __init__(self, artifact_id: str, span: Span, size: int, lines: int) -> None:
+        self.span = span
+        super().__init__(f"{span.unit} {span.text()} is not inside artifact {artifact_id}: {span.extent(size, lines)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactMeta:
+    """What is recorded with an artifact. ``block_lines[k]`` is the number of newlines before block k."""
+
+    artifact_id: str
+    tenant_id: str
+    media_type: str
+    size: int
+    lines: int
+    source_system: str | None
+    stored_by: str
+    stored_at: datetime
+    block_lines: tuple[int, ...] = ()
+    removed_at: datetime | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The metadata as shown to callers (JSON)."""
+        shown = asdict(self)
+        del shown["block_lines"]
+        shown["stored_at"] = self.stored_at.isoformat().replace("+00:00", "Z")
+        shown["removed_at"] = self.removed_at.isoformat().replace("+00:00", "Z") if self.removed_at else None
+        return shown
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    meta: ArtifactMeta
+    created: bool
+    """False when the tenant already had these bytes: the same bytes twice are one artifact."""
+
+
+class ArtifactStore(Protocol):
+    """Artifacts by ``sha256:<hex>`` of their bytes, per tenant. Every method takes the tenant; an artifact of
+    another tenant is ``ArtifactNotFound`` exactly like a missing one."""
+
+    max_bytes: int
+
+    def put(
+        self,
+        tenant_id: str,
+        chunks: Iterable[bytes],
+        *,
+        stored_by: str,
+        media_type: str = DEFAULT_MEDIA_TYPE,
+        source_system: str | None = None,
+    ) -> Stored:
+        """Stream ``chunks`` in; ``ArtifactTooLarge`` as soon as they cross ``max_bytes``. Nothing is visible
+        until the whole artifact is stored."""
+        ...
+
+    def meta(self, tenant_id: str, artifact_id: str) -> ArtifactMeta: ...
+
+    def read(self, tenant_id: str, artifact_id: str) -> Iterator[bytes]:
+        """The artifact's bytes, block by block (``ArtifactNotFound`` raised before the first)."""
+        ...
+
+    def excerpt(self, tenant_id: str, artifact_id: str, span: Span) -> Iterator[bytes]:
+        """The bytes of ``span`` (``ArtifactNotFound`` or ``RangeOutside`` raised before the first)."""
+        ...
+
+    def list(self, tenant_id: str) -> list[ArtifactMeta]: ...
+
+    def remove(self, tenant_id: str, artifact_id: str) -> bool:
+        """Retention: forget the bytes, keep a tombstone of the metadata. False when there was nothing."""
+        ...
+
+    def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None: ...
+
+    def close(self) -> None: ...

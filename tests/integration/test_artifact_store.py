@@ -1,0 +1,127 @@
+"""The artifact store on both backends: content addressing, tenants, ranges, the size limit, retention."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from caseboard.domain.citations import Cited, Span
+from caseboard.evidence import ArtifactNotFound, ArtifactStore, ArtifactTooLarge, RangeOutside, open_artifact_store
+from caseboard.evidence.model import BLOCK
+
+LOG = b"".join(b"2026-03-02T14:%02d:00Z auth_failure instance=payments-api-%d\n" % (m, m % 3) for m in range(60))
+
+
+@pytest.fixture(params=["files", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "files":
+        return f"sqlite:///{tmp_path}/ledger.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[ArtifactStore]:
+    opened = open_artifact_store(store_url, max_bytes=8 * BLOCK)
+    yield opened
+    opened.close()
+
+
+def text(chunks: Iterator[bytes]) -> bytes:
+    return b"".join(chunks)
+
+
+def test_the_same_bytes_stored_twice_are_one_artifact_per_tenant(store: ArtifactStore) -> None:
+    first = store.put("tenant-a", [LOG[:100], LOG[100:]], stored_by="log-specialist", media_type="text/plain")
+    again = store.put("tenant-a", [LOG], stored_by="someone-else")
+    other = store.put("tenant-b", [LOG], stored_by="b-specialist")
+    assert first.created and not again.created and other.created
+    assert first.meta.artifact_id == again.meta.artifact_id == other.meta.artifact_id
+    assert first.meta.artifact_id.startswith("sha256:") and len(first.meta.artifact_id) == 71
+    assert again.meta.stored_by == "log-specialist" and again.meta.media_type == "text/plain"
+    assert [m.artifact_id for m in store.list("tenant-a")] == [first.meta.artifact_id]
+    assert (first.meta.size, first.meta.lines) == (len(LOG), 60)
+    assert text(store.read("tenant-a", first.meta.artifact_id)) == LOG
+
+
+def test_another_tenants_artifact_is_not_found_exactly_like_a_missing_one(store: ArtifactStore) -> None:
+    stored = store.put("tenant-a", [LOG], stored_by="p").meta
+    with pytest.raises(ArtifactNotFound) as other:
+        store.meta("tenant-b", stored.artifact_id)
+    with pytest.raises(ArtifactNotFound) as missing:
+        store.meta("tenant-b", "sha256:" + "0" * 64)
+    assert str(other.value).replace(stored.artifact_id, "ID") == str(missing.value).replace("sha256:" + "0" * 64, "ID")
+    assert store.resolve("tenant-b", Cited(stored.artifact_id, Span("lines", 1, 2))) is None
+
+
+def test_excerpts_by_lines_and_bytes_cut_exactly_the_range_across_blocks(store: ArtifactStore) -> None:
+    lines = [b"line %d %s\n" % (n, b"x" * (n % 50)) for n in range(1, 60_001)]
+    body = b"".join(lines) + b"tail without newline"
+    assert len(body) > 2 * BLOCK
+    stored = store.put("tenant-a", [body[i : i + 70_000] for i in range(0, len(body), 70_000)], stored_by="p").meta
+    assert stored.lines == 60_001
+    aid = stored.artifact_id
+    assert text(store.excerpt("tenant-a", aid, Span("lines", 3, 5))) == b"".join(lines[2:5])
+    assert text(store.excerpt("tenant-a", aid, Span("lines", 40_000, 40_002))) == b"".join(lines[39_999:40_002])
+    assert text(store.excerpt("tenant-a", aid, Span("lines", 60_000, 60_001))) == lines[-1] + b"tail without newline"
+    assert text(store.excerpt("tenant-a", aid, Span("bytes", BLOCK - 3, BLOCK + 3))) == body[BLOCK - 3 : BLOCK + 4]
+    with pytest.raises(RangeOutside, match="60001 lines"):
+        store.excerpt("tenant-a", aid, Span("lines", 60_001, 60_002))
+    with pytest.raises(RangeOutside):
+        store.excerpt("tenant-a", aid, Span("bytes", len(body), len(body)))
+
+
+def test_an_upload_over_the_limit_is_refused_while_streaming_and_leaves_nothing(store: ArtifactStore) -> None:
+    sent = 0
+
+    def endless() -> Iterator[bytes]:
+        nonlocal sent
+        while True:
+            sent += BLOCK
+            yield b"\0" * BLOCK
+
+    with pytest.raises(ArtifactTooLarge):
+        store.put("tenant-a", endless(), stored_by="p")
+    assert sent <= 9 * BLOCK
+    assert store.list("tenant-a") == []
+
+
+def test_a_removed_artifact_is_gone_but_its_tombstone_is_listed(store: ArtifactStore) -> None:
+    aid = store.put("tenant-a", [LOG], stored_by="p").meta.artifact_id
+    assert store.remove("tenant-a", aid) and not store.remove("tenant-a", aid)
+    with pytest.raises(ArtifactNotFound) as gone:
+        store.meta("tenant-a", aid)
+    assert gone.value.removed
+    assert [m.removed_at is not None for m in store.list("tenant-a")] == [True]
+    assert store.put("tenant-a", [LOG], stored_by="p").created  # stored again after retention
+
+
+MEMORY_PROBE = textwrap.dedent(
+    """
+    import resource, sys
+    from caseboard.evidence import ArtifactTooLarge, open_artifact_store
+    store = open_artifact_store(sys.argv[1])  # the default limit: 256 MiB
+    chunk = b"x" * (1024 * 1024)
+    def gibibyte():
+        for _ in range(1024):
+            yield chunk
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        store.put("tenant-a", gibibyte(), stored_by="p")
+    except ArtifactTooLarge:
+        print("refused", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before, len(store.list("tenant-a")))
+    """
+)
+
+
+def test_a_gibibyte_upload_over_the_default_limit_is_refused_with_memory_bounded(store_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, store_url], capture_output=True, text=True, timeout=600, check=True
+    )
+    verdict, growth_kib, listed = done.stdout.split()
+    assert verdict == "refused" and listed == "0"
+    assert int(growth_kib) < 64 * 1024, f"peak RSS grew by {growth_kib} KiB while streaming"
