@@ -7,6 +7,7 @@ from typing import Any
 
 from caseboard.coordinator.service import Coordinator
 from caseboard.dispatcher.wakeup import CommitNotifier
+from caseboard.evidence import ArtifactStore, open_artifact_store
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.ledger.postgres import LedgerRecorder
 from caseboard.projections import Workspaces
@@ -21,11 +22,19 @@ class App:
     coordinators: dict[bool, Coordinator] = field(default_factory=dict)
     database_url: str = ""
     notifier: Any = None
+    _artifacts: ArtifactStore | None = None
+
+    @property
+    def artifacts(self) -> ArtifactStore:
+        """The artifact store that goes with the ledger, opened on first use (docs/adr/0080)."""
+        if self._artifacts is None:
+            self._artifacts = open_artifact_store(self.database_url, max_bytes=self.settings.artifact_max_bytes)
+        return self._artifacts
 
     def coordinator(self, *, trust_timestamps: bool = False) -> Coordinator:
         if trust_timestamps not in self.coordinators:
             self.coordinators[trust_timestamps] = Coordinator(
-                self.ledger, self.workspaces, trust_timestamps=trust_timestamps
+                self.ledger, self.workspaces, trust_timestamps=trust_timestamps, artifacts=lambda: self.artifacts
             )
         return self.coordinators[trust_timestamps]
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from caseboard.coordinator.item_rules import check_item
+from caseboard.coordinator.item_rules import Citations, Unresolved, check_item
+
+__all__ = ["Behind", "Citations", "Replayed", "Unresolved", "decide"]
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
@@ -42,9 +44,15 @@ class Behind(Exception):
 
 
 def decide(
-    state: WorkspaceState, contribution: Contribution, at: datetime, reducer: Reducer[WorkspaceState] | None = None
+    state: WorkspaceState,
+    contribution: Contribution,
+    at: datetime,
+    reducer: Reducer[WorkspaceState] | None = None,
+    citations: Citations | None = None,
 ) -> Commit | Replayed:
-    """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses."""
+    """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses.
+    ``citations``: what the artifact store holds for each cited evidence_ref, resolved by the caller; an item
+    that cites without them raises ``Unresolved`` (a ``Refused``)."""
     reducer = reducer or get_reducer()
     _check_workspace(state, contribution)
     digest = None
@@ -93,7 +101,7 @@ def decide(
     decisions: list[dict[str, Any]] = []
     last = len(contribution.items) - 1
     for index, item in enumerate(contribution.items):
-        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer)
+        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer, citations)
         if index < last or item.type == "proposal":  # what no later check reads need not be applied
             if draft_commit is None:
                 draft, draft_commit = state.fork(), Commit(items=(), decisions=(), **envelope)

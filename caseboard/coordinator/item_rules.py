@@ -6,18 +6,27 @@ generation and lease, an escalation), which is recorded in the commit next to th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NoReturn, assert_never
 
 from caseboard.coordinator.attention import Room
 from caseboard.domain import items as it
+from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, CitationFacts, parse_citation
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.items import Role
 from caseboard.reducers import Reducer, WorkRec, WorkspaceState
 
 Decision = dict[str, Any]
+Citations = Mapping[str, CitationFacts | None]
+"""What the artifact store holds for each cited ``evidence_ref`` (None: no such artifact in the tenant)."""
+
+
+class Unresolved(Refused):
+    """An item cites an artifact and no facts about it were given: the service resolves the contribution's
+    citations through the store and decides again (a coordinator without a store refuses it as it stands)."""
+
 
 ROLES: dict[str, frozenset[Role]] = {
     "open": frozenset({Role.OPERATOR}),
@@ -58,6 +67,7 @@ def check_item(
     path: str,
     at: datetime,
     reducer: Reducer[WorkspaceState],
+    citations: Citations | None = None,
 ) -> Decision:
     role, principal = contribution.author.role, contribution.author.principal
     if role not in ROLES[item.type]:
@@ -73,7 +83,7 @@ def check_item(
                     f"{path}.derived_from",
                     "a reporter's observation is a summary and must name what it is derived_from",
                 )
-            return _observation(state, item, path, reducer)
+            return _observation(state, item, path, reducer, citations)
         case it.Hypothesis():
             _new_id(state, item.id, f"{path}.id")
             _refs(state, item.supporting_evidence, {"observation"}, f"{path}.supporting_evidence")
@@ -141,7 +151,7 @@ def check_item(
             if state.status == "closed":
                 decision["late_arrival"] = True
             if item.observation is not None:
-                _merge(decision, _observation(state, item.observation, f"{path}.observation", reducer))
+                _merge(decision, _observation(state, item.observation, f"{path}.observation", reducer, citations))
             return decision
         case it.WorkReclaim():
             request = _request(state, item.request_id, f"{path}.request_id")
@@ -233,20 +243,62 @@ def _request(state: WorkspaceState, request_id: str, path: str) -> WorkRec:
 
 
 def _observation(
-    state: WorkspaceState, body: it.ObservationBody, path: str, reducer: Reducer[WorkspaceState]
+    state: WorkspaceState,
+    body: it.ObservationBody,
+    path: str,
+    reducer: Reducer[WorkspaceState],
+    citations: Citations | None = None,
 ) -> Decision:
     _new_id(state, body.id, f"{path}.id")
     _refs(state, body.derived_from, {"observation"}, f"{path}.derived_from")
+    excerpt = None
+    if body.evidence_ref is not None and body.evidence_ref.startswith(CITATION_PREFIX):
+        excerpt = _excerpt(body.evidence_ref, citations, f"{path}.evidence_ref")
     if state.status == "closed":
-        return {
+        decision: Decision = {
             "id": body.id,
             "late_arrival": True,
             "selected": [],
             "not_selected": [{"id": body.id, "reason": "late arrival: the workspace is closed"}],
         }
-    room = Room(state, reducer)
-    room.admit(body.id, must_stay=False, what="observation", counts=not body.derived_from)
-    return {"id": body.id, **room.decision()}
+    else:
+        room = Room(state, reducer)
+        room.admit(body.id, must_stay=False, what="observation", counts=not body.derived_from)
+        decision = {"id": body.id, **room.decision()}
+    if excerpt is not None:
+        decision["excerpt"] = excerpt
+    return decision
+
+
+def _excerpt(ref: str, citations: Citations | None, path: str) -> Decision | None:
+    """The record of a cited excerpt (artifact, range, its SHA-256 and length), checked against the store's
+    facts; None for a reference that is not a citation (docs/adr/0081)."""
+    cited = parse_citation(ref)
+    if cited is None:
+        return None
+    if citations is None or ref not in citations:
+        raise Unresolved(
+            Reason.UNKNOWN_REFERENCE,
+            f"{path}: cites artifact {cited.artifact}, and no artifact store was consulted",
+            field=path,
+        )
+    found = citations[ref]
+    if found is None:
+        refuse(
+            Reason.UNKNOWN_REFERENCE,
+            path,
+            f"artifact {cited.artifact} is not in this workspace's tenant: store it first (caseboard artifacts put)",
+        )
+    span = cited.span
+    if not span.inside(found.size, found.lines):
+        refuse(
+            Reason.INVALID,
+            path,
+            f"{span.unit} {span.text()} is outside artifact {cited.artifact}: {span.extent(found.size, found.lines)}",
+        )
+    if found.excerpt_sha256 is None:
+        refuse(Reason.INVALID, path, f"the excerpt is over {MAX_EXCERPT_BYTES} bytes: cite a narrower range")
+    return {**cited.record(), "sha256": found.excerpt_sha256, "length": found.excerpt_length}
 
 
 def _keep_contradiction(room: Room, obs: str, hypothesis: str) -> None:

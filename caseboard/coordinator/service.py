@@ -20,7 +20,9 @@ from typing import Any
 
 import structlog
 
-from caseboard.coordinator.decide import Behind, Replayed, decide
+from caseboard.coordinator.decide import Behind, Citations, Replayed, Unresolved, decide
+from caseboard.domain import items as it
+from caseboard.domain.citations import CitationResolver, parse_citation
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
@@ -45,7 +47,10 @@ class Coordinator:
         *,
         clock: Callable[[], datetime] = utc_now,
         trust_timestamps: bool = False,
+        artifacts: Callable[[], CitationResolver] | None = None,
     ) -> None:
+        """``artifacts``: the artifact store, opened when a contribution first cites one (docs/adr/0081)."""
+        self.artifacts = artifacts
         self.ledger = ledger
         self.workspaces = workspaces or Workspaces(ledger)
         self.clock = clock
@@ -132,11 +137,17 @@ class Coordinator:
 
     def _submit(self, contribution: Contribution) -> dict[str, Any]:
         workspace_id = contribution.workspace_id
+        citations: Citations | None = None
         with self.workspaces.lock(workspace_id):
             for attempt in range(MAX_ATTEMPTS):
                 state = self.workspaces.current(workspace_id)
                 try:
-                    result = decide(state, contribution, self._at(contribution), self.workspaces.reducer)
+                    result = decide(state, contribution, self._at(contribution), self.workspaces.reducer, citations)
+                except Unresolved:
+                    if citations is not None or self.artifacts is None or state.tenant_id is None:
+                        raise
+                    citations = self._resolve(state.tenant_id, contribution)
+                    continue
                 except Behind as behind:
                     self.workspaces.catch_up(workspace_id)
                     raise self._conflict(workspace_id, behind.expected) from None
@@ -165,6 +176,21 @@ class Coordinator:
                     raise
                 return self._landed(result, attempts=attempt + 1)
         raise LedgerUnavailable(f"{workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _resolve(self, tenant_id: str, contribution: Contribution) -> Citations:
+        """What the artifact store holds for every citation of the contribution, in the workspace's tenant.
+        Only a contribution that cites comes here; each excerpt read is at most ``MAX_EXCERPT_BYTES``."""
+        assert self.artifacts is not None
+        store = self.artifacts()
+        found: dict[str, Any] = {}
+        for item in contribution.items:
+            body = item.observation if isinstance(item, it.WorkResult) else item
+            if isinstance(body, it.ObservationBody):
+                ref = body.evidence_ref
+                cited = parse_citation(ref)
+                if cited is not None and ref is not None and ref not in found:
+                    found[ref] = store.resolve(tenant_id, cited)
+        return found
 
     def _conflict(self, workspace_id: str, expected: int) -> VersionConflict:
         current = self.workspaces.current(workspace_id).version

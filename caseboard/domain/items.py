@@ -13,12 +13,17 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
+
+from caseboard.domain.citations import ARTIFACT_ID, Span
 
 MAX_TEXT = 4096
 """Statements, summaries, rationales and questions are short claims; large material lives behind a ref."""
@@ -98,13 +103,76 @@ class ObservationScope(Frozen):
     instances: Names = ()
 
 
+Position = Annotated[int, Field(ge=0, le=10**15)]
+
+
+class Citation(Frozen):
+    """An exact excerpt of a stored artifact (docs/adr/0081): ``lines`` [A, B] from 1 or ``bytes`` [A, B] from 0,
+    both ends included. Submitted as this object (or its string form); stored as the string
+    ``sha256:<hex>#lines=A-B``, so an observation's stored shape is unchanged."""
+
+    artifact: Annotated[str, StringConstraints(pattern=f"^{ARTIFACT_ID}$")]
+    lines: tuple[Position, Position] | None = None
+    bytes: tuple[Position, Position] | None = None
+
+    @model_validator(mode="after")
+    def _one_span(self) -> Citation:
+        spans = [(unit, span) for unit, span in (("lines", self.lines), ("bytes", self.bytes)) if span is not None]
+        if len(spans) != 1:
+            raise ValueError("a citation names exactly one range: lines [A, B] or bytes [A, B]")
+        Span.checked(spans[0][0], *spans[0][1])  # type: ignore[arg-type]
+        return self
+
+    @property
+    def ref(self) -> str:
+        unit, (first, last) = ("lines", self.lines) if self.lines is not None else ("bytes", self.bytes or (0, 0))
+        return f"{self.artifact}#{unit}={first}-{last}"
+
+
+def _citation_ref(value: Any) -> Any:
+    """An object citation becomes its stored string form; anything else is left to ``Ref``."""
+    if isinstance(value, Citation):
+        return value.ref
+    if isinstance(value, dict):
+        try:
+            return Citation.model_validate(value).ref
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            problem = first["msg"].removeprefix("Value error, ")
+            raise ValueError(f"citation{'.' + where if where else ''}: {problem}") from None
+    return value
+
+
+CITATION_SCHEMA: dict[str, Any] = {
+    "title": "Citation",
+    "type": "object",
+    "description": Citation.__doc__,
+    "properties": {
+        "artifact": {"type": "string", "pattern": f"^{ARTIFACT_ID}$"},
+        "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2},
+        "bytes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+    },
+    "required": ["artifact"],
+    "additionalProperties": False,
+}
+EvidenceRef = Annotated[
+    Ref,
+    BeforeValidator(_citation_ref),
+    WithJsonSchema(
+        {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 2048}, CITATION_SCHEMA]}, mode="validation"
+    ),
+]
+"""A free reference (today's strings), or a citation of an artifact's excerpt, stored as its string form."""
+
+
 class ObservationBody(Frozen):
     id: Id
     statement: Text
     source: Source
     event_time: AwareDatetime
     event_time_quality: Literal["verified", "unverified"]
-    evidence_ref: Ref | None = None
+    evidence_ref: EvidenceRef | None = None
     scope: ObservationScope | None = None
     expires_at: AwareDatetime | None = None
     derived_from: Ids = ()
