@@ -1,0 +1,319 @@
+"""MCP over streamable HTTP at /mcp of a running ``caseboard serve``, with the official SDK's client: the same
+contract, keys, tenants and refusals as the HTTP API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import structlog
+from mcp import MCPError
+
+from caseboard.cli.main import main
+from caseboard.domain.items import Role
+from caseboard.keys import open_key_store
+from caseboard.mcp_server.refusals import NEXT_STEPS
+from tests.conftest import scenario_lines, stale_install
+from tests.http_server import LIMITS, observation
+from tests.mcp_sessions import (
+    ServeProcess,
+    call,
+    caseboard_serve,
+    over_http,
+    scenario_with_stale_install,
+    submit_arguments,
+)
+
+pytestmark = pytest.mark.postgres
+TOOLS = {"whoami", "list_workspaces", "read_view", "read_workspace", "changes_since", "list_work", "submit"}
+
+
+@pytest.fixture(autouse=True)
+def logging_restored() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture(scope="module")
+def served(postgres_available: str) -> Iterator[tuple[ServeProcess, str]]:
+    import uuid
+
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    url = f"{postgres_available}?schema={schema}"
+    try:
+        with caseboard_serve(url, "--trust-timestamps") as server:
+            yield server, url
+    finally:
+        with psycopg.connect(postgres_available, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def token(url: str, principal: str, *roles: str, tenant: str = "tenant-a") -> str:
+    keys = open_key_store(url)
+    try:
+        return keys.create(principal, tuple(Role(r) for r in roles), tenant).token
+    finally:
+        keys.close()
+
+
+def open_arguments(workspace_id: str, tenant: str = "tenant-a") -> dict[str, Any]:
+    item = {
+        "type": "open",
+        "goal": "Find the failure mechanism",
+        "scope": {"tenant_id": tenant, "environment": "production", "service": "payments-api"},
+        "runtime_limits": LIMITS,
+        "execution_mode": "read_only",
+    }
+    return {"workspace_id": workspace_id, "items": [item]}
+
+
+def test_the_server_lists_the_seven_contract_tools_and_three_resource_templates(
+    served: tuple[ServeProcess, str],
+) -> None:
+    server, url = served
+
+    async def scenario() -> None:
+        async with over_http(server.base_url, token(url, "lister", "reporter")) as client:
+            tools = (await client.list_tools()).tools
+            assert {tool.name for tool in tools} == TOOLS
+            assert all(tool.description and tool.output_schema and tool.input_schema for tool in tools)
+            submit = next(tool for tool in tools if tool.name == "submit")
+            assert "observation" in json.dumps(submit.input_schema)
+            templates = (await client.list_resource_templates()).resource_templates
+            assert sorted(t.uri_template for t in templates) == [
+                f"caseboard://workspaces/{{workspace_id}}/{name}" for name in ("projection", "timeline", "view")
+            ]
+
+    anyio.run(scenario)
+
+
+def test_incident_042_through_the_submit_tool_gives_the_projection_of_the_command_line(
+    served: tuple[ServeProcess, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, url = served
+    tokens: dict[str, str] = {}
+    outcomes: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        for line in scenario_with_stale_install():
+            author, arguments = submit_arguments(line)
+            if author["principal"] not in tokens:
+                tokens[author["principal"]] = token(url, author["principal"], author["role"])
+            async with over_http(server.base_url, tokens[author["principal"]]) as client:
+                outcomes.append(await call(client, "submit", arguments))
+
+    anyio.run(scenario)
+    stale = outcomes[-2]
+    assert [o.get("workspace_version") for o in outcomes[:-2]] == list(range(1, 20))
+    assert outcomes[-1]["workspace_version"] == 20
+    assert (stale["ok"], stale["reason"], stale["current_version"], stale["retryable"]) == (
+        False,
+        "version_conflict",
+        19,
+        True,
+    )
+    assert "changes_since" in stale["next_step"] and stale["field"] == "expected_version"
+    assert all(
+        o["author"]["principal"] == submit_arguments(line)[0]["principal"]
+        for o, line in zip([*outcomes[:-2], outcomes[-1]], [*scenario_lines()], strict=True)
+    )
+
+    cli_url = f"sqlite:///{tmp_path}/cli.db"
+    (tmp_path / "all.jsonl").write_text("\n".join(scenario_lines()) + "\n")
+    assert (
+        main(
+            [
+                "--database-url",
+                cli_url,
+                "submit",
+                "incident-042",
+                "--file",
+                str(tmp_path / "all.jsonl"),
+                "--trust-timestamps",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    reader = token(url, "auditor", "reporter")
+
+    async def read(version: int) -> dict[str, Any]:
+        async with over_http(server.base_url, reader) as client:
+            body = await call(client, "read_workspace", {"workspace_id": "incident-042", "version": version})
+            return dict(body["projection"])
+
+    for version in (18, 19, 20):
+        assert main(["--database-url", cli_url, "show", "incident-042", "--at-version", str(version)]) == 0
+        assert anyio.run(read, version) == json.loads(capsys.readouterr().out)
+    assert stale_install()  # the stale install was the one refusal
+
+
+def test_a_zombies_result_is_fenced_with_a_next_step(served: tuple[ServeProcess, str]) -> None:
+    server, url = served
+    operator = token(url, "op-zombie", "operator")
+    planner = token(url, "planner-zombie", "planner")
+    zombie = token(url, "zombie", "specialist")
+    successor = token(url, "successor", "specialist")
+    controller = token(url, "controller-zombie", "controller")
+    ws = "ws-zombie"
+    request = {"type": "work_request", "request_id": "log-query", "kind": "log_query", "target": "auth logs"}
+    result = {
+        "type": "work_result",
+        "request_id": "log-query",
+        "generation": 1,
+        "status": "completed",
+        "summary": "late",
+    }
+
+    async def scenario() -> dict[str, Any]:
+        async with over_http(server.base_url, operator) as client:
+            assert (await call(client, "submit", open_arguments(ws)))["ok"]
+        async with over_http(server.base_url, planner) as client:
+            assert (await call(client, "submit", {"workspace_id": ws, "items": [request]}))["ok"]
+        async with over_http(server.base_url, zombie) as client:
+            work = await call(client, "list_work", {"workspace_id": ws})
+            assert [(w["request_id"], w["claimable"]) for w in work["work"]] == [("log-query", True)]
+            claim = {"type": "work_claim", "request_id": "log-query", "lease_s": 60}
+            assert (await call(client, "submit", {"workspace_id": ws, "items": [claim]}))["ok"]
+            held = await call(client, "list_work", {"workspace_id": ws})
+            assert [(w["held_by_you"], w["claimable"]) for w in held["work"]] == [(True, False)]
+        async with over_http(server.base_url, controller) as client:
+            reclaim = {"type": "work_reclaim", "request_id": "log-query", "reason": "no heartbeat"}
+            assert (await call(client, "submit", {"workspace_id": ws, "items": [reclaim]}))["ok"]
+        async with over_http(server.base_url, successor) as client:
+            claim = {"type": "work_claim", "request_id": "log-query", "lease_s": 60}
+            claimed = await call(client, "submit", {"workspace_id": ws, "items": [claim]})
+            assert claimed["ok"]
+        async with over_http(server.base_url, zombie) as client:
+            return await call(client, "submit", {"workspace_id": ws, "items": [result]})
+
+    fenced = anyio.run(scenario)
+    assert (fenced["ok"], fenced["reason"], fenced["retryable"]) == (False, "fenced", True)
+    assert fenced["next_step"] == NEXT_STEPS["fenced"][1]
+
+
+def test_another_tenants_workspace_is_not_found_through_every_tool_and_resource(
+    served: tuple[ServeProcess, str],
+) -> None:
+    server, url = served
+    operator = token(url, "op-tenants", "operator")
+    outsider = token(url, "outsider", "operator", tenant="tenant-b")
+    ws = "ws-tenant-a-only"
+
+    def probes(workspace_id: str) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            ("read_view", {"workspace_id": workspace_id}),
+            ("read_workspace", {"workspace_id": workspace_id}),
+            ("changes_since", {"workspace_id": workspace_id, "after": 0}),
+            ("list_work", {"workspace_id": workspace_id}),
+            ("submit", {"workspace_id": workspace_id, "items": [observation("obs-outsider")]}),
+        ]
+
+    async def answers(workspace_id: str) -> list[Any]:
+        found: list[Any] = []
+        async with over_http(server.base_url, outsider) as client:
+            for tool, arguments in probes(workspace_id):
+                found.append(await call(client, tool, arguments))
+            for name in ("projection", "timeline", "view"):
+                try:
+                    await client.read_resource(f"caseboard://workspaces/{workspace_id}/{name}")
+                except MCPError as error:
+                    found.append(error.error.data)
+                else:
+                    found.append("read")
+            listed = await call(client, "list_workspaces", {})
+            found.append([w["workspace_id"] for w in listed["workspaces"]])
+        return found
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        async with over_http(server.base_url, operator) as client:
+            assert (await call(client, "submit", open_arguments(ws)))["ok"]
+            mine = await call(client, "list_workspaces", {})
+            assert ws in [w["workspace_id"] for w in mine["workspaces"]]
+        return await answers(ws), await answers("ws-never-opened")
+
+    other_tenant, missing = anyio.run(scenario)
+    assert json.dumps(other_tenant).replace(ws, "X") == json.dumps(missing).replace("ws-never-opened", "X")
+    assert all(a["reason"] == "unknown_workspace" for a in other_tenant[:-1]), other_tenant
+    assert other_tenant[-1] == []
+
+
+BAD_ARGUMENTS: list[tuple[str, Any, str]] = [
+    ("submit", {}, "workspace_id"),
+    ("submit", {"workspace_id": "ws-bad"}, "items"),
+    ("submit", {"workspace_id": 42, "items": []}, "workspace_id"),
+    ("submit", {"workspace_id": "ws-bad", "items": "not a list"}, "items"),
+    ("submit", {"workspace_id": "ws-bad", "items": [{"type": "no-such-item"}]}, "items[0].type"),
+    ("submit", {"workspace_id": "ws-bad", "items": [{"type": "observation", "id": "x"}]}, "items[0]"),
+    ("submit", {"workspace_id": "ws-bad", "items": [observation("o")], "author": {"principal": "ceo"}}, "author"),
+    ("submit", {"workspace_id": "ws-bad", "items": [observation("o")], "expected_version": "3"}, "expected_version"),
+    ("submit", {"workspace_id": "../../etc", "items": [observation("o")]}, "workspace_id"),
+    ("read_view", {"workspace_id": "ws-bad", "budget_chars": 5}, "budget_chars"),
+    ("read_view", {"workspace_id": "ws-bad", "role": "king"}, "role"),
+    ("read_workspace", {"workspace_id": "ws-bad", "version": -1}, "version"),
+    ("read_workspace", {"workspace_id": "ws-bad", "version": 99}, "version"),
+    ("read_workspace", {"workspace_id": "ws-bad", "reducer": "no-such-reducer"}, "reducer"),
+    ("changes_since", {"workspace_id": "ws-bad"}, "after"),
+    ("changes_since", {"workspace_id": "ws-bad", "after": 10**30}, "after"),
+    ("changes_since", {"workspace_id": "ws-bad", "after": 50}, "after"),
+    ("list_workspaces", {"limit": 0}, "limit"),
+    ("whoami", {"unexpected": True}, "unexpected"),
+]
+
+
+def test_bad_arguments_of_every_kind_get_a_structured_refusal(served: tuple[ServeProcess, str]) -> None:
+    server, url = served
+    operator = token(url, "op-bad", "operator")
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with over_http(server.base_url, operator) as client:
+            assert (await call(client, "submit", open_arguments("ws-bad")))["ok"]
+            return [await call(client, tool, arguments) for tool, arguments, _ in BAD_ARGUMENTS]
+
+    for (tool, arguments, field), refusal in zip(BAD_ARGUMENTS, anyio.run(scenario), strict=True):
+        assert refusal["ok"] is False and refusal["reason"] == "invalid", (tool, arguments, refusal)
+        assert str(refusal["field"]).startswith(field), (tool, arguments, refusal)
+        assert refusal["retryable"] is False and refusal["next_step"] and refusal["message"]
+
+
+def test_a_key_with_several_roles_acts_in_the_role_its_header_names(served: tuple[ServeProcess, str]) -> None:
+    server, url = served
+    both = token(url, "dual", "planner", "specialist")
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with over_http(server.base_url, both) as client:
+            unnamed = await call(client, "whoami", {})
+        async with over_http(server.base_url, both, role="specialist") as client:
+            named = await call(client, "whoami", {})
+        async with over_http(server.base_url, both, role="operator") as client:
+            not_held = await call(client, "whoami", {})
+        return unnamed, named, not_held
+
+    unnamed, named, not_held = anyio.run(scenario)
+    assert (unnamed["reason"], unnamed["field"]) == ("invalid", "X-Caseboard-Role")
+    assert (named["principal"], named["role"], named["roles"]) == ("dual", "specialist", ["planner", "specialist"])
+    assert (not_held["reason"], not_held["retryable"]) == ("forbidden", False)
+
+
+def test_a_request_without_a_valid_key_is_answered_401_unauthenticated(served: tuple[ServeProcess, str]) -> None:
+    server, _ = served
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    for auth in ({}, {"Authorization": "Bearer cbk_000000000000_nope"}, {"Authorization": "Basic abc"}):
+        answer = httpx.post(f"{server.base_url}/mcp", json=ping, headers={**headers, **auth})
+        assert answer.status_code == 401
+        assert answer.json()["reason"] == "unauthenticated"
+
+
+def test_every_reason_token_has_one_retry_answer_and_next_step() -> None:
+    from caseboard.domain.errors import Reason
+
+    assert set(NEXT_STEPS) == {r.value for r in Reason} | {"unauthenticated", "unavailable"}
+    assert NEXT_STEPS["version_conflict"][0] and not NEXT_STEPS["forbidden"][0]
