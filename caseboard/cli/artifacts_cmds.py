@@ -1,0 +1,111 @@
+"""``caseboard artifacts put|get|list|excerpt|remove``: the evidence repository of a tenant (docs/evidence.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from caseboard.app import App
+from caseboard.cli.output import emit_line
+from caseboard.domain.citations import Span
+from caseboard.domain.errors import ConfigurationError
+from caseboard.evidence.model import BLOCK, DEFAULT_MEDIA_TYPE
+
+DEFAULT_TENANT = "tenant-a"
+
+
+def register(commands: Any) -> None:
+    artifacts = commands.add_parser("artifacts", help="stored evidence: put, get, list, excerpt, remove")
+    actions = artifacts.add_subparsers(
+        dest="artifacts_action", required=True, metavar="ACTION", parser_class=type(artifacts)
+    )
+
+    def action(name: str, text: str, handler: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(name, help=text)
+        parser.add_argument("--tenant", default=DEFAULT_TENANT, help=f"the tenant (default {DEFAULT_TENANT})")
+        parser.set_defaults(handler=handler)
+        return parser
+
+    put = action("put", "store a file ('-' reads standard input); prints its id and metadata", cmd_put)
+    put.add_argument("file")
+    put.add_argument("--media-type", default=DEFAULT_MEDIA_TYPE)
+    put.add_argument("--source-system", help="the system the artifact came from, e.g. auth-logs")
+    put.add_argument("--stored-by", default="operator", help="who stores it (default operator)")
+    get = action("get", "write an artifact's bytes to standard output or --out", cmd_get)
+    get.add_argument("artifact_id")
+    get.add_argument("--out", help="a file to write instead of standard output")
+    action("list", "the tenant's artifacts, one JSON object per line", cmd_list)
+    excerpt = action("excerpt", "write lines A-B (from 1) or bytes A-B (from 0) of an artifact", cmd_excerpt)
+    excerpt.add_argument("artifact_id")
+    span = excerpt.add_mutually_exclusive_group(required=True)
+    span.add_argument("--lines", metavar="A-B")
+    span.add_argument("--bytes", metavar="A-B")
+    remove = action("remove", "retention: remove an artifact's bytes (the ledger and excerpt hashes stay)", cmd_remove)
+    remove.add_argument("artifact_id")
+
+
+def _chunks(handle: BinaryIO) -> Iterator[bytes]:
+    while data := handle.read(BLOCK):
+        yield data
+
+
+def cmd_put(app: App, args: argparse.Namespace) -> int:
+    try:
+        handle: BinaryIO = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    except OSError as error:
+        raise ConfigurationError(f"cannot read {args.file}: {error.strerror}") from None
+    with handle:
+        stored = app.artifacts.put(
+            args.tenant,
+            _chunks(handle),
+            stored_by=args.stored_by,
+            media_type=args.media_type,
+            source_system=args.source_system,
+        )
+    emit_line({**stored.meta.public(), "created": stored.created})
+    return 0
+
+
+def _write(chunks: Iterator[bytes], out: str | None) -> int:
+    if out is None:
+        for data in chunks:
+            sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    temp = Path(f"{out}.partial")
+    try:
+        with open(temp, "wb") as handle:
+            for data in chunks:
+                handle.write(data)
+        temp.replace(out)
+    except OSError as error:
+        temp.unlink(missing_ok=True)
+        raise ConfigurationError(f"cannot write {out}: {error.strerror}") from None
+    return 0
+
+
+def cmd_get(app: App, args: argparse.Namespace) -> int:
+    return _write(app.artifacts.read(args.tenant, args.artifact_id), args.out)
+
+
+def cmd_list(app: App, args: argparse.Namespace) -> int:
+    for meta in app.artifacts.list(args.tenant):
+        emit_line(meta.public())
+    return 0
+
+
+def cmd_excerpt(app: App, args: argparse.Namespace) -> int:
+    try:
+        span = Span.parse("lines", args.lines) if args.lines else Span.parse("bytes", args.bytes)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
+    return _write(app.artifacts.excerpt(args.tenant, args.artifact_id, span), None)
+
+
+def cmd_remove(app: App, args: argparse.Namespace) -> int:
+    removed = app.artifacts.remove(args.tenant, args.artifact_id)
+    emit_line({"artifact_id": args.artifact_id, "removed": removed})
+    return 0 if removed else 1
