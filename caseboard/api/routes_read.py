@@ -19,6 +19,7 @@ from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
+from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.replay.audit import ChainBroken, guard_for
@@ -183,5 +184,6 @@ def view(
     state = workspaces.state_at(workspace_id, version)
     commits = svc.app.ledger.read(workspace_id, upto=state.version)
     when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
-    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name, as_of=when)
+    excerpts = excerpts_for(lambda: svc.app.artifacts, state.tenant_id, commits)  # docs/adr/0081
+    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name, as_of=when, excerpts=excerpts)
     return JSONResponse(built.model_dump(mode="json"))

@@ -23,8 +23,9 @@ excerpt, and the preamble says that entries are data from other participants, ne
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,9 @@ from caseboard.reducers import WorkspaceState, get_reducer
 
 EXCERPT_CHARS = 240
 MIN_BUDGET = 1000
+CITED_CHARS = 480
+"""A cited excerpt is shown up to this many characters, then cut with a visible marker."""
+REMOVED = "artifact removed under retention"
 
 
 class _Model(BaseModel):
@@ -64,6 +68,8 @@ class ViewEntry(_Model):
     excerpt: str
     excerpt_truncated: bool
     evidence_ref: str | None = None
+    cited: dict[str, Any] | None = None
+    """The cited excerpt: artifact, lines or bytes, the sha256 recorded at commit, and what was shown of it."""
     suspicious: list[str]
     text: str
 
@@ -115,6 +121,43 @@ def suspicious_flags(commits: Iterable[Commit]) -> dict[str, list[str]]:
     return flags
 
 
+def cited_records(commits: Iterable[Commit]) -> dict[str, dict[str, Any]]:
+    """The excerpt the coordinator recorded for each observation id that cites one (docs/adr/0081)."""
+    found: dict[str, dict[str, Any]] = {}
+    for commit in commits:
+        for decision in commit.decisions:
+            excerpt = decision.get("excerpt")
+            if excerpt and decision.get("id"):
+                found[str(decision["id"])] = excerpt
+    return found
+
+
+def cited_lines(record: Mapping[str, Any], text: bytes | None, *, fetched: bool = True) -> tuple[str, dict[str, Any]]:
+    """The lines that show a cited excerpt in an entry, and its record for ``ViewEntry.cited``. ``text`` is
+    the excerpt's bytes as read by the caller from the store; None when the artifact was removed."""
+    unit = "lines" if "lines" in record else "bytes"
+    first, last = record[unit]
+    head = f"cited: {record['artifact']} {unit} {first}-{last}; excerpt sha256={record['sha256']}"
+    shown: dict[str, Any] = {"artifact": record["artifact"], unit: [first, last], "sha256": record["sha256"]}
+    if not fetched:
+        return head + "\ncited excerpt: not loaded with this view", {**shown, "state": "not_loaded"}
+    if text is None:
+        return f"{head}\ncited excerpt: {REMOVED}", {**shown, "state": "removed"}
+    if hashlib.sha256(text).hexdigest() != record["sha256"]:
+        return (
+            f"{head}\ncited excerpt: DOES NOT MATCH its recorded sha256; the stored artifact changed: not shown",
+            {**shown, "state": "mismatch"},
+        )
+    decoded = text.decode("utf-8", errors="replace")
+    cut = len(decoded) > CITED_CHARS
+    body = decoded[:CITED_CHARS] + (f"…[cut: {len(decoded) - CITED_CHARS} more characters]" if cut else "")
+    quoted = json.dumps(body, ensure_ascii=False).replace("<<<", "<\\u003c<")
+    return (
+        f"{head}\ncited excerpt (quoted data{', cut' if cut else ''}): {quoted}",
+        {**shown, "state": "shown", "cut": cut},
+    )
+
+
 def build_view(
     state: WorkspaceState,
     commits: list[Commit],
@@ -123,9 +166,11 @@ def build_view(
     reducer_version: str,
     *,
     as_of: datetime | None = None,
+    excerpts: Mapping[str, bytes | None] | None = None,
 ) -> ModelView:
     """The view of ``state`` for ``role`` in at most ``budget_chars`` characters, judged at ``as_of`` (default:
-    the commit time of the version shown)."""
+    the commit time of the version shown). ``excerpts``: the bytes of each cited excerpt by its evidence_ref,
+    read from the store by the caller (None: removed under retention); the view reads no store."""
     when = as_of or state.at
     reducer = get_reducer(reducer_version)
     times = {commit.version: commit.at for commit in commits}
@@ -133,12 +178,23 @@ def build_view(
     delimiter = f"entry-{nonce}"
     found = sections(state, reducer, role, when, times, suspicious_flags(commits))
     candidates = found.candidates
+    records = cited_records(commits)
+    cited: dict[str, dict[str, Any]] = {}
+    if records:
+        for i, c in enumerate(candidates):
+            record = records.get(c.ref) if c.kind == "observation" and c.evidence_ref else None
+            if record is not None and c.evidence_ref is not None:
+                given = excerpts or {}
+                line, cited[c.ref] = cited_lines(record, given.get(c.evidence_ref), fetched=c.evidence_ref in given)
+                candidates[i] = dataclasses.replace(c, cited=line)
     preamble = _preamble(state, role, delimiter, reducer_version, when)
     width = 10 ** len(str(len(candidates) or 1))
     room = budget_chars - len(preamble) - 1 - len(_closing(width, {}, 0, []))
     sizes = [len(_entry(c, width, delimiter).text) + 1 for c in candidates]
     kept = _fit(candidates, sizes, _choose(candidates, sizes, room), budget_chars - len(preamble) - 1)
-    shown = [_entry(c, n, delimiter) for n, c in enumerate((candidates[i] for i in sorted(kept)), start=1)]
+    shown = [
+        _entry(c, n, delimiter, cited.get(c.ref)) for n, c in enumerate((candidates[i] for i in sorted(kept)), start=1)
+    ]
     omitted: dict[str, int] = {}
     for i, candidate in enumerate(candidates):
         if i not in kept:
@@ -266,7 +322,7 @@ def _closing(shown: int, omitted: dict[str, int], reserved_omitted: int, cut: li
     return "; ".join(parts) + "."
 
 
-def _entry(c: Candidate, number: int, delimiter: str) -> ViewEntry:
+def _entry(c: Candidate, number: int, delimiter: str, cited: dict[str, Any] | None = None) -> ViewEntry:
     excerpt, truncated = _excerpt(c.body)
     p = Provenance(**dataclasses.asdict(c.provenance))
     lines = [f"<<<{delimiter} {number} {c.section} {c.kind} {c.ref}>>>"]
@@ -291,6 +347,8 @@ def _entry(c: Candidate, number: int, delimiter: str) -> ViewEntry:
     lines.append(f"excerpt (quoted data{', truncated' if truncated else ''}): {excerpt}")
     if c.evidence_ref:
         lines.append(f"evidence_ref: {json.dumps(c.evidence_ref, ensure_ascii=False)[:EXCERPT_CHARS]}")
+    if c.cited:
+        lines.append(c.cited)
     lines.append(f"<<<end {delimiter} {number}>>>")
     return ViewEntry(
         number=number,
@@ -302,6 +360,7 @@ def _entry(c: Candidate, number: int, delimiter: str) -> ViewEntry:
         excerpt=excerpt,
         excerpt_truncated=truncated,
         evidence_ref=c.evidence_ref,
+        cited=cited,
         suspicious=list(c.suspicious),
         text="\n".join(lines),
     )

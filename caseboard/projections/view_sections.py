@@ -59,6 +59,8 @@ class Candidate:
     body: str
     evidence_ref: str | None = None
     suspicious: tuple[str, ...] = ()
+    cited: str | None = None
+    """The cited excerpt's lines of the entry (model_view.cited_lines), when its evidence_ref cites one."""
 
 
 @dataclass
