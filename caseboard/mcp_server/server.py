@@ -14,7 +14,7 @@ the HTTP application, ``caseboard/mcp_server/stdio.py`` runs it on standard inpu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -40,6 +40,7 @@ from caseboard.mcp_server.identity import Credentials, caller, from_headers
 from caseboard.mcp_server.refusals import structured
 
 Operation = Callable[[Services, Caller, Any], dict[str, Any]]
+OnLoop = Callable[[Services, Caller, Any], Awaitable[dict[str, Any] | None]]
 
 INSTRUCTIONS = """\
 caseboard holds incident investigations (workspaces) that several agents and people carry out together,
@@ -71,6 +72,8 @@ class ToolSpec:
     arguments: type[a.Arguments]
     operation: Operation
     read_only: bool = True
+    on_loop: OnLoop | None = None
+    """Tried first on the event loop; None from it hands the call to ``operation`` in a thread."""
 
 
 def _request() -> Request:
@@ -82,6 +85,10 @@ async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: A
     try:
         who = await caller(svc, credentials)
         args = parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
+        if spec.on_loop is not None:
+            done = await spec.on_loop(svc, who, args)
+            if done is not None:
+                return done
         return await anyio.to_thread.run_sync(spec.operation, svc, who, args)
     except Refused as refused:
         return refused.to_outcome()
@@ -200,6 +207,7 @@ def tool_specs(catalog: Catalog) -> list[ToolSpec]:
             a.Submit,
             op.submit,
             read_only=False,
+            on_loop=op.submit_on_loop,
         ),
     ]
 
