@@ -22,9 +22,11 @@ from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Sha256
 from caseboard.reducers import REDUCERS
+from caseboard.replay import excerpts
 from caseboard.replay.compare import compare, table
 from caseboard.replay.progress import ProgressBar
 from caseboard.replay.rebuild import replay_file, replay_ledger
+from caseboard.replay.records import read_file, read_ledger
 from caseboard.replay.transfer import export, import_file
 from caseboard.replay.verify import verify_file, verify_ledger
 from caseboard.settings import Settings
@@ -38,6 +40,9 @@ def register(commands: Any) -> None:
     exp = commands.add_parser("export", help="a workspace's ledger as a recorded incident (JSONL, hash chained)")
     exp.add_argument("workspace")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    exp.add_argument(
+        "--with-excerpts", action="store_true", help="also write the cited excerpts to FILE.excerpts.jsonl"
+    )
     exp.set_defaults(handler=cmd_export, reads=True)
 
     imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
@@ -88,6 +93,8 @@ def register(commands: Any) -> None:
 
 def cmd_export(app: App, args: argparse.Namespace) -> int:
     if args.out is None:
+        if args.with_excerpts:
+            raise CaseboardError("--with-excerpts writes FILE.excerpts.jsonl beside the export: give --out FILE")
         export(app.ledger, args.workspace, sys.stdout)
         return 0
     out = Path(args.out)
@@ -100,6 +107,9 @@ def cmd_export(app: App, args: argparse.Namespace) -> int:
         out.unlink(missing_ok=True)
         raise
     sys.stderr.write(f"caseboard: exported {count} commits of {args.workspace} to {out}\n")
+    if args.with_excerpts:  # docs/adr/0082
+        with excerpts.sidecar_of(out).open("w", encoding="utf-8") as handle:
+            excerpts.write_excerpts(list(read_ledger(app.ledger, args.workspace)), app.artifacts, handle)
     return 0
 
 
@@ -133,10 +143,13 @@ def cmd_verify(_: None, args: argparse.Namespace) -> int:
     path = Path(args.target)
     if path.exists():
         report = verify_file(path, args.anchor)
+        if excerpts.sidecar_of(path).exists():  # docs/adr/0082
+            report = excerpts.check_excerpts(report, read_file(path), sidecar=excerpts.sidecar_of(path))
     else:
         with _workspace_app(args) as app:
             _workspace_or_missing_file(app, args.target)
             report = verify_ledger(app.ledger, args.target, args.anchor)
+            report = excerpts.check_excerpts(report, read_ledger(app.ledger, args.target), store=app.artifacts)
     if args.format == "json":
         emit_line(report.to_dict())
     else:

@@ -1,0 +1,85 @@
+"""export --with-excerpts writes the cited excerpts beside the commits; verify catches a tampered one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from caseboard.cli.main import main
+from tests.unit.board import obs, open_item
+
+LOG = b"".join(b"14:%02d auth_failure payments-api-%d\n" % (m, m % 3) for m in range(30))
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cited_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str) -> str:
+    (tmp_path / "auth.log").write_bytes(LOG)
+    code, out, _ = cli(capsys, "--database-url", url, "artifacts", "put", str(tmp_path / "auth.log"))
+    assert code == 0
+    aid = str(json.loads(out)["artifact_id"])
+    lines = [
+        {"workspace_id": "ws-1", "author": {"principal": "op", "role": "operator"}, "items": [open_item()]},
+        {
+            "workspace_id": "ws-1",
+            "author": {"principal": "log-specialist", "role": "specialist"},
+            "items": [obs("obs-1", evidence_ref={"artifact": aid, "lines": [5, 7]})],
+        },
+    ]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli(capsys, "--database-url", url, "submit", "ws-1", "--file", str(tmp_path / "in.jsonl"))[0] == 0
+    return aid
+
+
+def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    cited_workspace(tmp_path, capsys, url)
+    export = tmp_path / "ws-1.jsonl"
+    assert cli(capsys, "--database-url", url, "export", "ws-1", "--out", str(export), "--with-excerpts")[0] == 0
+    sidecar = tmp_path / "ws-1.jsonl.excerpts.jsonl"
+    record = json.loads(sidecar.read_text())
+    assert record["text"] == b"".join(LOG.splitlines(keepends=True)[4:7]).decode()
+    assert cli(capsys, "verify", str(export), "--format", "json")[0] == 0
+    record["text"] = record["text"].replace("auth_failure", "auth_success", 1)
+    sidecar.write_text(json.dumps(record) + "\n")
+    code, out, _ = cli(capsys, "verify", str(export), "--format", "json")
+    report = json.loads(out)
+    assert (code, report["intact"], report["kind"], report["first_bad_version"]) == (1, False, "excerpt_mismatch", 2)
+
+
+def test_a_tampered_stored_artifact_is_caught_by_verify_of_the_workspace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    aid = cited_workspace(tmp_path, capsys, url)
+    assert cli(capsys, "--database-url", url, "verify", "ws-1")[0] == 0
+    hexdigest = aid.removeprefix("sha256:")
+    blob = tmp_path / "artifacts" / "tenant-a" / hexdigest[:2] / hexdigest
+    blob.write_bytes(LOG.replace(b"14:05", b"14:55"))
+    code, out, _ = cli(capsys, "--database-url", url, "verify", "ws-1")
+    assert code == 1 and "excerpt_mismatch" in out and "the artifact store" in out
+
+
+@pytest.mark.postgres
+def test_a_tampered_artifact_row_in_postgresql_is_caught_by_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    cited_workspace(tmp_path, capsys, postgres_url)
+    assert cli(capsys, "--database-url", postgres_url, "verify", "ws-1")[0] == 0
+    base, _, query = postgres_url.partition("?")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{query.removeprefix("schema=")}".caseboard_artifact_blocks'
+            " SET data = overlay(data placing 'X'::bytea from 160)"
+        )
+    code, out, _ = cli(capsys, "--database-url", postgres_url, "verify", "ws-1")
+    assert code == 1 and "excerpt_mismatch" in out
