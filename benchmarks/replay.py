@@ -14,6 +14,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import psycopg
@@ -37,7 +38,6 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 START = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 HEAD = 25
 BATCH = 2000
-FULL = "max_selected_items reached"
 
 
 def _contribution(items: list[dict[str, object]], principal: str, role: str, at: datetime) -> str:
@@ -89,7 +89,9 @@ def build(ledger: EventsourcingLedger, commits: int) -> None:
         outcomes.append(coordinator.submit(parse_contribution(line)))
     assert all(o["ok"] for o in outcomes), outcomes
     recorded = head.read(WORKSPACE)
-    assert "not_selected" in recorded[-1].decisions[0], "the head must fill the selection"
+    last = recorded[-1].decisions[0]
+    assert "deselected" in last, "the head must fill the selection, so that each new observation slides it"
+    slide = HEAD - int(last["deselected"][0].removeprefix("obs-"))  # how far behind the one it displaces is
     batch = [encode_commit(c) for c in recorded]
     author = Author(principal="log-specialist", role=Role.SPECIALIST)
     previous = recorded[-1].hash
@@ -102,7 +104,7 @@ def build(ledger: EventsourcingLedger, commits: int) -> None:
             at=at,
             author=author,
             items=(item,),
-            decisions=({"id": item.id, "not_selected": [{"id": item.id, "reason": FULL}]},),
+            decisions=(_slid(item.id, f"obs-{version - slide}", last),),
             previous_hash=previous,
         ).sealed()
         previous = commit.hash
@@ -112,6 +114,17 @@ def build(ledger: EventsourcingLedger, commits: int) -> None:
             batch = []
     if batch:
         ledger.events.insert_events(batch)
+
+
+def _slid(selected: str, displaced: str, like: dict[str, Any]) -> dict[str, Any]:
+    """The coordinator's decision for a new observation that displaces the oldest one, shaped as ``like``."""
+    reason = like["deselection"][0]["reason"].replace(like["id"], selected)
+    return {
+        "id": selected,
+        "selected": [selected],
+        "deselected": [displaced],
+        "deselection": [{"id": displaced, "reason": reason}],
+    }
 
 
 def raw_fold(url: str) -> int:

@@ -211,6 +211,13 @@ def check_item(
                 )
             return {"from": state.status}
         case it.Constraints():
+            if item.scope is not None and item.scope.tenant_id != state.scope.get("tenant_id"):
+                refuse(
+                    Reason.INVALID,
+                    f"{path}.scope.tenant_id",
+                    f"a workspace stays in the tenant it was opened in ({state.scope.get('tenant_id')!r}); "
+                    "open a new workspace in the other tenant instead",
+                )
             return {}
         case _:
             assert_never(item)

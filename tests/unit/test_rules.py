@@ -849,3 +849,13 @@ def test_a_review_names_its_affected_assumptions_as_short_text_or_ids() -> None:
     item["affected_assumptions"] = ["x" * 513]
     outcome = refused(board, "invalid", "planner", [item])
     assert outcome["field"].startswith("items[0].affected_assumptions")
+
+
+def test_a_constraints_change_may_not_move_a_workspace_to_another_tenant() -> None:
+    board = opened()
+    moved = {"tenant_id": "tenant-b", "environment": "production", "service": "payments-api"}
+    outcome = refused(board, "invalid", "operator", [{"type": "constraints", "scope": moved}])
+    assert outcome["field"] == "items[0].scope.tenant_id"
+    kept = {**moved, "tenant_id": "tenant-a", "service": "payments-gateway"}
+    board.ok("operator", [{"type": "constraints", "scope": kept}])
+    assert board.show()["scope"]["service"] == "payments-gateway"
