@@ -41,6 +41,8 @@ class App:
     def close(self) -> None:
         if self.notifier is not None:
             self.notifier.close()
+        if self._artifacts is not None:
+            self._artifacts.close()
         self.ledger.close()
 
 

@@ -10,12 +10,15 @@ rolls its blocks back and returns the first's artifact. Reads fetch one block pe
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlparse, urlunparse
 
 import psycopg
+from psycopg import pq
 from psycopg.sql import SQL, Identifier
 
 from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
@@ -33,6 +36,8 @@ from caseboard.evidence.scan import Intake, cut, facts, start_block
 COLUMNS = (
     "artifact_id, tenant_id, media_type, size, lines, source_system, stored_by, stored_at, block_lines, removed_at"
 )
+IDLE_MAX = 8
+"""Idle connections kept for reuse (last in, first out); a busier moment opens more, then closes them."""
 DDL = """
 CREATE TABLE IF NOT EXISTS {artifacts} (
     tenant_id text NOT NULL, artifact_id text NOT NULL, blob uuid, media_type text NOT NULL,
@@ -54,7 +59,9 @@ class PostgresArtifactStore:
         self.max_bytes = max_bytes
         self.artifacts = Identifier(schema, "caseboard_artifacts")
         self.blocks = Identifier(schema, "caseboard_artifact_blocks")
-        with self._connect(autocommit=True) as conn:
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._guard = threading.Lock()
+        with self._connect() as conn:
             conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
             try:
                 conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
@@ -62,11 +69,39 @@ class PostgresArtifactStore:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
 
-    def _connect(self, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+    def _connect(self) -> psycopg.Connection[Any]:
         try:
-            return psycopg.connect(self.conninfo, autocommit=autocommit, connect_timeout=5)
+            return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5)
         except psycopg.OperationalError as error:
             raise LedgerUnavailable(f"the artifact store cannot reach PostgreSQL: {error}") from error
+
+    def _checkout(self) -> psycopg.Connection[Any]:
+        with self._guard:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+        return self._connect()
+
+    def _checkin(self, conn: psycopg.Connection[Any]) -> None:
+        if conn.closed or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            conn.close()
+            return
+        with self._guard:
+            if len(self._idle) < IDLE_MAX:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        conn = self._checkout()
+        try:
+            yield conn
+        except BaseException:
+            conn.close()  # whatever failed, this connection is not reused
+            raise
+        self._checkin(conn)
 
     def put(
         self,
@@ -80,35 +115,35 @@ class PostgresArtifactStore:
         intake = Intake(self.max_bytes)
         blob = uuid.uuid4()
         insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %s)").format(self.blocks)
-        with self._connect() as conn:  # one transaction; rolled back on any error, or when the process dies
-            with conn.cursor() as cursor:
-                for seq, block in enumerate(intake.blocks(chunks)):
-                    cursor.execute(insert_block, (blob, seq, block), prepare=True)
-                row = cursor.execute(
-                    SQL(
-                        "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
-                        " stored_by, stored_at, block_lines) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s)"
-                        " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
-                        " media_type = excluded.media_type, source_system = excluded.source_system,"
-                        " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
-                        " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
-                    ).format(t=self.artifacts),
-                    (
-                        tenant_id,
-                        intake.artifact_id,
-                        blob,
-                        media_type,
-                        intake.size,
-                        intake.lines,
-                        source_system,
-                        stored_by,
-                        intake.block_lines,
-                    ),
-                ).fetchone()
+        with self._conn() as conn, conn.transaction() as tx, conn.cursor() as cursor:
+            # one transaction: rolled back on any error, when the client goes away, or when the process dies
+            for seq, block in enumerate(intake.blocks(chunks)):
+                cursor.execute(insert_block, (blob, seq, block), prepare=True)
+            row = cursor.execute(
+                SQL(
+                    "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
+                    " stored_by, stored_at, block_lines) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s)"
+                    " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
+                    " media_type = excluded.media_type, source_system = excluded.source_system,"
+                    " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
+                    " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
+                ).format(t=self.artifacts),
+                (
+                    tenant_id,
+                    intake.artifact_id,
+                    blob,
+                    media_type,
+                    intake.size,
+                    intake.lines,
+                    source_system,
+                    stored_by,
+                    intake.block_lines,
+                ),
+            ).fetchone()
             if row is None:
-                conn.rollback()
-                return Stored(self.meta(tenant_id, intake.artifact_id), created=False)
-            conn.commit()
+                raise psycopg.Rollback(tx)  # these bytes are stored already: keep the first upload's
+        if row is None:
+            return Stored(self.meta(tenant_id, intake.artifact_id), created=False)
         return Stored(_meta(row), created=True)
 
     def _row(self, conn: psycopg.Connection[Any], tenant_id: str, artifact_id: str) -> tuple[ArtifactMeta, Any]:
@@ -128,17 +163,17 @@ class PostgresArtifactStore:
         return meta, row[-1]
 
     def meta(self, tenant_id: str, artifact_id: str) -> ArtifactMeta:
-        with self._connect(autocommit=True) as conn:
+        with self._conn() as conn:
             return self._row(conn, tenant_id, artifact_id)[0]
 
     def _stream(self, tenant_id: str, artifact_id: str, span: Span | None) -> Iterator[bytes]:
-        conn = self._connect(autocommit=True)
+        conn = self._checkout()
         try:
             meta, blob = self._row(conn, tenant_id, artifact_id)
             if span is not None and not span.inside(meta.size, meta.lines):
                 raise RangeOutside(artifact_id, span, meta.size, meta.lines)
         except BaseException:
-            conn.close()
+            self._checkin(conn)
             raise
         start = 0 if span is None else start_block(span, meta.block_lines)
         blocks = self._blocks(conn, blob, start)
@@ -155,7 +190,7 @@ class PostgresArtifactStore:
                 yield bytes(row[0])
                 seq += 1
         finally:
-            conn.close()
+            self._checkin(conn)
 
     def read(self, tenant_id: str, artifact_id: str) -> Iterator[bytes]:
         return self._stream(tenant_id, artifact_id, None)
@@ -164,7 +199,7 @@ class PostgresArtifactStore:
         return self._stream(tenant_id, artifact_id, span)
 
     def list(self, tenant_id: str) -> list[ArtifactMeta]:
-        with self._connect(autocommit=True) as conn:
+        with self._conn() as conn:
             rows = conn.execute(
                 SQL("SELECT " + COLUMNS + " FROM {} WHERE tenant_id = %s ORDER BY stored_at, artifact_id").format(
                     self.artifacts
@@ -174,7 +209,7 @@ class PostgresArtifactStore:
         return [_meta(row) for row in rows]
 
     def remove(self, tenant_id: str, artifact_id: str) -> bool:
-        with self._connect() as conn:
+        with self._conn() as conn, conn.transaction():
             row = conn.execute(
                 SQL(
                     "WITH old AS (SELECT tenant_id, artifact_id, blob FROM {t} WHERE tenant_id = %s"
@@ -187,7 +222,6 @@ class PostgresArtifactStore:
             if row is None:
                 return False
             conn.execute(SQL("DELETE FROM {} WHERE blob = %s").format(self.blocks), (row[0],))
-            conn.commit()
         return True
 
     def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
@@ -198,7 +232,10 @@ class PostgresArtifactStore:
             return None
 
     def close(self) -> None:
-        pass
+        with self._guard:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 def _meta(row: Any) -> ArtifactMeta:

@@ -49,7 +49,10 @@ def upload_then_kill(url: str, receiving: Callable[[], bool]) -> None:
         finally:
             process.kill()
     store = open_artifact_store(url)
-    assert store.list("tenant-a") == []
+    try:
+        assert store.list("tenant-a") == []
+    finally:
+        store.close()
 
 
 def test_a_killed_upload_leaves_nothing_in_the_file_store(tmp_path: Path) -> None:

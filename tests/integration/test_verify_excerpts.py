@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from caseboard.cli.main import main
 from tests.unit.board import obs, open_item
 
 LOG = b"".join(b"14:%02d auth_failure payments-api-%d\n" % (m, m % 3) for m in range(30))
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    """The command line in a process of its own (its logging set up there, not in this one)."""
+    done = subprocess.run([sys.executable, "-m", "caseboard", *argv], capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
 
 
 def cited_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str) -> str:
