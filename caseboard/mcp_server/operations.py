@@ -47,8 +47,10 @@ def list_workspaces(svc: Services, who: Caller, args: a.ListWorkspaces, catalog:
     page, more = ids[: args.limit], len(ids) > args.limit
     listed = []
     for workspace_id in page:
-        state = svc.app.workspaces.state_at(workspace_id)
-        document = svc.app.workspaces.reducer.render(state)
+        document = body_of(routes_read.projection(workspace_id, who, svc, None, None, "json", None))
+        if document.get("ok") is False:  # a head that does not match its hash (ADR 0050): listed as such
+            listed.append({"workspace_id": workspace_id, "status": document.get("reason"), "workspace_version": None})
+            continue
         listed.append(
             {
                 "workspace_id": workspace_id,
