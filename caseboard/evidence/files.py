@@ -33,6 +33,7 @@ from caseboard.evidence.model import (
 from caseboard.evidence.scan import Intake, cut, facts, start_block
 
 PARTIAL_MAX_AGE_S = 24 * 3600
+META_CACHE = 4096
 
 
 class FileArtifactStore:
@@ -41,6 +42,7 @@ class FileArtifactStore:
         self.max_bytes = max_bytes
         self.partial = root / ".partial"
         self.partial.mkdir(parents=True, exist_ok=True)
+        self._metas: dict[Path, tuple[tuple[int, int, int], ArtifactMeta]] = {}
         self._sweep()
 
     def _sweep(self) -> None:
@@ -114,8 +116,26 @@ class FileArtifactStore:
         finally:
             temp.unlink(missing_ok=True)
 
+    def _read_meta(self, path: Path) -> ArtifactMeta | None:
+        """The metadata in ``path``, from a cache checked against the file's inode and mtime (a metadata
+        file is only ever replaced whole, by a rename)."""
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._metas.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        meta = self._load_meta(path)
+        if meta is not None:
+            if len(self._metas) >= META_CACHE:
+                self._metas.clear()
+            self._metas[path] = (stamp, meta)
+        return meta
+
     @staticmethod
-    def _read_meta(path: Path) -> ArtifactMeta | None:
+    def _load_meta(path: Path) -> ArtifactMeta | None:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -142,12 +162,15 @@ class FileArtifactStore:
             raise ArtifactNotFound(artifact_id, removed=True)
         return meta
 
-    def _blocks(self, blob: Path, artifact_id: str, start: int) -> Iterator[bytes]:
+    @staticmethod
+    def _open(blob: Path, artifact_id: str) -> Any:
         try:
-            handle = open(blob, "rb")  # noqa: SIM115 (closed by the generator that reads it)
+            return open(blob, "rb")  # closed by the generator that reads it
         except FileNotFoundError:
             raise ArtifactNotFound(artifact_id, removed=True) from None
-        return _read_blocks(handle, start)
+
+    def _blocks(self, blob: Path, artifact_id: str, start: int) -> Iterator[bytes]:
+        return _read_blocks(self._open(blob, artifact_id), start)
 
     def read(self, tenant_id: str, artifact_id: str) -> Iterator[bytes]:
         self.meta(tenant_id, artifact_id)
@@ -160,6 +183,9 @@ class FileArtifactStore:
         return self._cut(meta, span)
 
     def _cut(self, meta: ArtifactMeta, span: Span) -> Iterator[bytes]:
+        if span.unit == "bytes":  # straight to the range
+            blob = self._paths(meta.tenant_id, meta.artifact_id)[0]
+            return _read_range(self._open(blob, meta.artifact_id), span.first, span.last + 1 - span.first)
         block = start_block(span, meta.block_lines)
         blocks = self._blocks(self._paths(meta.tenant_id, meta.artifact_id)[0], meta.artifact_id, block)
         return cut(span, blocks, block, meta.block_lines)
@@ -198,4 +224,12 @@ def _read_blocks(handle: Any, start: int) -> Iterator[bytes]:
     with handle:
         handle.seek(start * BLOCK)
         while data := handle.read(BLOCK):
+            yield data
+
+
+def _read_range(handle: Any, offset: int, length: int) -> Iterator[bytes]:
+    with handle:
+        handle.seek(offset)
+        while length > 0 and (data := handle.read(min(length, BLOCK))):
+            length -= len(data)
             yield data

@@ -24,6 +24,7 @@ from psycopg.sql import SQL, Identifier
 from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
 from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
 from caseboard.evidence.model import (
+    BLOCK,
     DEFAULT_MAX_BYTES,
     DEFAULT_MEDIA_TYPE,
     ArtifactMeta,
@@ -46,7 +47,10 @@ CREATE TABLE IF NOT EXISTS {artifacts} (
     PRIMARY KEY (tenant_id, artifact_id));
 CREATE TABLE IF NOT EXISTS {blocks} (
     blob uuid NOT NULL, seq integer NOT NULL, data bytea NOT NULL, PRIMARY KEY (blob, seq));
+ALTER TABLE {blocks} ALTER COLUMN data SET STORAGE EXTERNAL;
 """
+# EXTERNAL: blocks are stored out of line without compression (bundles are often compressed already, and
+# pglz on 1 MiB blocks costs more CPU than the upload itself)
 
 
 class PostgresArtifactStore:
@@ -114,7 +118,7 @@ class PostgresArtifactStore:
     ) -> Stored:
         intake = Intake(self.max_bytes)
         blob = uuid.uuid4()
-        insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %s)").format(self.blocks)
+        insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
         with self._conn() as conn, conn.transaction() as tx, conn.cursor() as cursor:
             # one transaction: rolled back on any error, when the client goes away, or when the process dies
             for seq, block in enumerate(intake.blocks(chunks)):
@@ -175,6 +179,8 @@ class PostgresArtifactStore:
         except BaseException:
             self._checkin(conn)
             raise
+        if span is not None and span.unit == "bytes":
+            return self._range(conn, blob, span.first, span.last + 1)
         start = 0 if span is None else start_block(span, meta.block_lines)
         blocks = self._blocks(conn, blob, start)
         return blocks if span is None else cut(span, blocks, start, meta.block_lines)
@@ -184,11 +190,27 @@ class PostgresArtifactStore:
         try:
             seq = start
             while True:
-                row = conn.execute(query, (blob, seq), prepare=True).fetchone()
+                row = conn.execute(query, (blob, seq), prepare=True, binary=True).fetchone()
                 if row is None:
                     return
                 yield bytes(row[0])
                 seq += 1
+        finally:
+            self._checkin(conn)
+
+    def _range(self, conn: psycopg.Connection[Any], blob: Any, start: int, end: int) -> Iterator[bytes]:
+        """Bytes [start, end), each block's part cut by the server (substring), one block per query."""
+        query = SQL("SELECT substring(data from %s for %s) FROM {} WHERE blob = %s AND seq = %s").format(self.blocks)
+        try:
+            offset = start
+            while offset < end:
+                seq, within = divmod(offset, BLOCK)
+                length = min(end - offset, BLOCK - within)
+                row = conn.execute(query, (within + 1, length, blob, seq), prepare=True, binary=True).fetchone()
+                if row is None:
+                    return
+                yield bytes(row[0])
+                offset += length
         finally:
             self._checkin(conn)
 

@@ -94,11 +94,23 @@ def _cut_bytes(start: int, end: int, blocks: Iterator[bytes]) -> Iterator[bytes]
             return
 
 
+WINDOW = 4096
+
+
 def _nth_newline(data: bytes, start: int, n: int) -> int:
-    position = start - 1
+    """The position of the ``n``-th newline at or after ``start`` (there are at least ``n``): windows of
+    ``WINDOW`` bytes are counted whole, then the last one is searched newline by newline."""
+    position = start
+    while True:
+        here = data.count(b"\n", position, position + WINDOW)
+        if here >= n:
+            break
+        n -= here
+        position += WINDOW
+    found = position - 1
     for _ in range(n):
-        position = data.index(b"\n", position + 1)
-    return position
+        found = data.index(b"\n", found + 1)
+    return found
 
 
 def _cut_lines(first: int, last: int, newlines: int, blocks: Iterator[bytes]) -> Iterator[bytes]:
