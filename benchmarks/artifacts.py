@@ -57,7 +57,9 @@ def measure(store: ArtifactStore, folder: Path, ctx: BenchContext, name: str) ->
 
     def upload() -> None:  # fresh bytes each time: a repeated upload would be found, not stored
         chunks = payload(mib)
-        store.put("bench", iter([b"%d\n" % next(counter), *chunks]), stored_by="bench")
+        stamp = b"%d\n" % next(counter)
+        chunks[0] = stamp + chunks[0][len(stamp) :]
+        store.put("bench", iter(chunks), stored_by="bench")
 
     uploads = rate(upload, 1, rounds)
     writes = rate(lambda: file_write(folder, payload(mib)), 1, rounds)

@@ -35,6 +35,9 @@ class Intake:
             if self.size > self.limit:
                 raise ArtifactTooLarge(self.limit)
             self._hash.update(chunk)
+            if not self._pending and len(chunk) == BLOCK:  # a whole block as it came: no copy
+                yield self._indexed(chunk)
+                continue
             self._pending += chunk
             while len(self._pending) >= BLOCK:
                 block = bytes(self._pending[:BLOCK])
