@@ -15,6 +15,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,9 +74,16 @@ class FileArtifactStore:
         intake = Intake(self.max_bytes)
         temp = self.partial / uuid.uuid4().hex
         try:
-            with open(temp, "wb") as out:
+            with open(temp, "wb") as out, ThreadPoolExecutor(1) as writer:
+                # block n is written on a thread while block n+1 is hashed here (both release the GIL);
+                # at most two blocks are held
+                writing: Future[int] | None = None
                 for block in intake.blocks(chunks):
-                    out.write(block)
+                    if writing is not None:
+                        writing.result()
+                    writing = writer.submit(out.write, block)
+                if writing is not None:
+                    writing.result()
                 out.flush()
                 os.fsync(out.fileno())
             blob, meta_path = self._paths(tenant_id, intake.artifact_id)
