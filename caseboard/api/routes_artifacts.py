@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from caseboard.api.auth import Caller, CallerDep, ServicesDep
 from caseboard.api.errors import ERROR_RESPONSES
+from caseboard.api.models import Refusal
 from caseboard.domain.citations import Span
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
@@ -45,9 +46,20 @@ def too_large(limit: int) -> JSONResponse:
 @router.post(
     "/artifacts",
     status_code=201,
-    responses={**ERROR_RESPONSES, 413: {"description": "over the artifact size limit (`invalid`, field `$`)"}},
+    responses={
+        **ERROR_RESPONSES,
+        200: {"description": "these bytes were stored already in this tenant: that artifact"},
+        201: {"description": "stored: the artifact's id (`sha256:<hex>`) and metadata"},
+        413: {"model": Refusal, "description": "over CASEBOARD_ARTIFACT_MAX_BYTES (`invalid`, field `$`)"},
+    },
     summary="Store an artifact (the body's bytes; Content-Type is its media type)",
     max_body_size=sys.maxsize,  # the store's own limit applies, while streaming
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
 )
 async def put_artifact(
     request: Request,
@@ -95,7 +107,7 @@ def list_artifacts(svc: ServicesDep, who: CallerDep) -> JSONResponse:
 
 @router.get(
     "/artifacts/{artifact_id}",
-    responses={**ERROR_RESPONSES, 200: {"content": {"application/octet-stream": {}}}},
+    responses={**ERROR_RESPONSES, 200: {"content": {"*/*": {}}, "description": "the bytes, as their media type"}},
     summary="An artifact's bytes, streamed",
 )
 def get_artifact(artifact_id: str, svc: ServicesDep, who: CallerDep) -> Response:
@@ -111,7 +123,7 @@ def get_artifact(artifact_id: str, svc: ServicesDep, who: CallerDep) -> Response
 
 @router.get(
     "/artifacts/{artifact_id}/excerpt",
-    responses={**ERROR_RESPONSES, 200: {"content": {"application/octet-stream": {}}}},
+    responses={**ERROR_RESPONSES, 200: {"content": {"*/*": {}}, "description": "the range, as its media type"}},
     summary="Lines A-B (from 1) or bytes A-B (from 0) of an artifact, both ends included",
 )
 def get_excerpt(
