@@ -1,0 +1,56 @@
+"""The citation shape of evidence_ref: parsed once, stored as a string, today's strings left alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from caseboard.coordinator import parse_contribution
+from caseboard.domain.citations import Span, parse_citation
+from caseboard.domain.errors import Refused
+from caseboard.domain.items import Observation
+from tests.unit.board import obs
+
+AID = "sha256:" + "ab" * 32
+
+
+def contribution(evidence_ref: object) -> str:
+    body = {"workspace_id": "ws-1", "author": {"principal": "s", "role": "specialist"}}
+    return json.dumps({**body, "items": [obs("obs-1", evidence_ref=evidence_ref)]})
+
+
+def test_an_object_citation_is_stored_as_its_string_form_and_parses_back() -> None:
+    item = parse_contribution(contribution({"artifact": AID, "lines": [3, 9]})).items[0]
+    assert isinstance(item, Observation) and item.evidence_ref == f"{AID}#lines=3-9"
+    cited = parse_citation(item.evidence_ref)
+    assert cited is not None and (cited.artifact, cited.span) == (AID, Span("lines", 3, 9))
+    assert (
+        parse_contribution(contribution(f"{AID}#bytes=0-0")).content_digest()
+        == parse_contribution(contribution({"artifact": AID, "bytes": [0, 0]})).content_digest()
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"artifact": AID, "lines": [0, 2]},
+        {"artifact": AID, "lines": [5, 2]},
+        {"artifact": AID},
+        {"artifact": AID, "lines": [1, 2], "bytes": [0, 1]},
+        {"artifact": "md5:abc", "lines": [1, 2]},
+        {"artifact": AID, "lines": [1, 2], "note": "extra"},
+    ],
+)
+def test_a_malformed_citation_is_invalid_and_names_the_evidence_field(bad: object) -> None:
+    with pytest.raises(Refused) as refused:
+        parse_contribution(contribution(bad))
+    assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].evidence_ref")
+
+
+@pytest.mark.parametrize(
+    "free", ["artifact://logs/payments-api/auth", f"{AID}", f"{AID}#lines=3", "sha256:xyz#lines=1-2"]
+)
+def test_todays_strings_stay_free_references(free: str) -> None:
+    item = parse_contribution(contribution(free)).items[0]
+    assert isinstance(item, Observation) and item.evidence_ref == free and parse_citation(free) is None
