@@ -49,7 +49,7 @@ Count = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False, use_attribute_docstrings=True)
 
 
 class Role(StrEnum):
@@ -71,36 +71,64 @@ class Status(StrEnum):
 
 
 class Scope(Frozen):
+    """What an investigation is about. Changed later only by an operator's `constraints` item."""
+
     tenant_id: Id
+    """The tenant that owns the workspace: only API keys of this tenant see it."""
     environment: Id
+    """The environment investigated, e.g. `production`."""
     service: Id
+    """The service investigated, e.g. `payments-api`."""
 
 
 class RuntimeLimits(Frozen):
+    """The budget and bounds of an investigation, set by the operator at opening (`open`) and changed by `reopen` or
+    `constraints`."""
+
     max_selected_items: Count
+    """At most this many top-level observations and hypotheses are selected into the workspace view (derived summaries
+    do not count). Contradictions, blocking conditions and open questions are never dropped to make room: the
+    workspace escalates to `human_review_required` instead."""
     max_investigation_cycles: Count
+    """How many controller cycles the investigation may use; when they run out the status becomes `budget_exhausted`
+    and no new work is scheduled."""
     max_open_questions: Count
+    """At most this many questions open at once; one more is refused `limit_exceeded`."""
     max_proposals: Count
+    """At most this many proposals in the workspace; one more is refused `limit_exceeded`."""
     max_pending_work: Count
+    """At most this many work requests awaiting a result or claimed at once; one more is refused `limit_exceeded`."""
 
 
 class LimitsUpdate(Frozen):
     """A partial change of runtime limits (reopen, constraints): absent fields keep their value."""
 
     max_selected_items: Count | None = None
+    """The new `max_selected_items`; absent keeps the current value."""
     max_investigation_cycles: Count | None = None
+    """The new `max_investigation_cycles`; absent keeps the current value."""
     max_open_questions: Count | None = None
+    """The new `max_open_questions`; absent keeps the current value."""
     max_proposals: Count | None = None
+    """The new `max_proposals`; absent keeps the current value."""
     max_pending_work: Count | None = None
+    """The new `max_pending_work`; absent keeps the current value."""
 
 
 class Source(Frozen):
+    """Where an observation was read from."""
+
     system: Name
+    """The system the fact was read from, e.g. `auth-logs`, `change-calendar`."""
     instance: Name
+    """The instance within that system, e.g. `payments-api-2`."""
 
 
 class ObservationScope(Frozen):
+    """What an observation covers."""
+
     instances: Names = ()
+    """The instances the observation is about; empty for the whole service."""
 
 
 Position = Annotated[int, Field(ge=0, le=10**15)]
@@ -112,8 +140,11 @@ class Citation(Frozen):
     ``sha256:<hex>#lines=A-B``, so an observation's stored shape is unchanged."""
 
     artifact: Annotated[str, StringConstraints(pattern=f"^{ARTIFACT_ID}$")]
+    """The artifact's id, `sha256:<hex>` of its bytes (`caseboard artifacts put`, `POST /artifacts`)."""
     lines: tuple[Position, Position] | None = None
+    """The excerpt as lines [A, B], counted from 1, both included."""
     bytes: tuple[Position, Position] | None = None
+    """The excerpt as bytes [A, B], counted from 0, both included."""
 
     @model_validator(mode="after")
     def _one_span(self) -> Citation:
@@ -149,9 +180,25 @@ CITATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": Citation.__doc__,
     "properties": {
-        "artifact": {"type": "string", "pattern": f"^{ARTIFACT_ID}$"},
-        "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2},
-        "bytes": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+        "artifact": {
+            "type": "string",
+            "pattern": f"^{ARTIFACT_ID}$",
+            "description": Citation.model_fields["artifact"].description,
+        },
+        "lines": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "minItems": 2,
+            "maxItems": 2,
+            "description": Citation.model_fields["lines"].description,
+        },
+        "bytes": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 0},
+            "minItems": 2,
+            "maxItems": 2,
+            "description": Citation.model_fields["bytes"].description,
+        },
     },
     "required": ["artifact"],
     "additionalProperties": False,
@@ -167,108 +214,220 @@ EvidenceRef = Annotated[
 
 
 class ObservationBody(Frozen):
+    """An observation's content: one short factual claim, with its source, when it happened and where the raw evidence
+    lives. Also the `observation` of a `work_result`."""
+
     id: Id
+    """The observation's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     statement: Text
+    """The observed fact as a short claim (at most 4096 characters); large material lives behind `evidence_ref`."""
     source: Source
+    """The system and instance the fact was read from."""
     event_time: AwareDatetime
+    """When it happened at the source (ISO 8601 with a time zone). It orders the incident timeline; arrival order never
+    does."""
     event_time_quality: Literal["verified", "unverified"]
+    """`verified` when the source's clock is trusted, `unverified` when the time is approximate or inferred."""
     evidence_ref: EvidenceRef | None = None
+    """Where the raw evidence lives: a URL, an artifact id (`sha256:<hex>`), a saved query (at most 2048 characters)."""
     scope: ObservationScope | None = None
+    """The instances the observation covers."""
     expires_at: AwareDatetime | None = None
+    """When the fact stops being current (a metric snapshot, a lease): from then on it is shown stale, and proposals
+    resting on it, directly or through a hypothesis it supports, require revalidation."""
     derived_from: Ids = ()
+    """The ids of the observations this one summarizes. A derived summary is not independent evidence and does not
+    count against `max_selected_items`; a reporter may submit only such summaries."""
 
 
 class Open(Frozen):
+    """Opens a workspace: the commit of version 1, alone in its contribution. Submitted by an operator only."""
+
     type: Literal["open"]
+    """The item's type, `open`: its stored name, written into the ledger with it."""
     scope: Scope
+    """What the investigation is about: tenant, environment and service."""
     goal: Text
+    """What the investigation must find out, as a short sentence."""
     runtime_limits: RuntimeLimits
+    """The investigation's budget and bounds."""
     execution_mode: Literal["read_only"]
+    """Always `read_only`: participants observe and propose, they never act on systems. Set at opening from trusted
+    configuration; no item changes it."""
 
 
 class Observation(ObservationBody):
+    """A fact a participant observed. Submitted by a specialist, or by a reporter when it is a summary of other
+    observations (`derived_from` not empty)."""
+
     type: Literal["observation"]
+    """The item's type, `observation`: its stored name, written into the ledger with it."""
 
 
 class Hypothesis(Frozen):
+    """A candidate explanation, with the evidence for and against it. Submitted by a planner."""
+
     type: Literal["hypothesis"]
+    """The item's type, `hypothesis`: its stored name, written into the ledger with it."""
     id: Id
+    """The hypothesis's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     statement: Text
+    """The candidate explanation as a short claim."""
     supporting_evidence: Ids = ()
+    """Ids of the observations that support it."""
     challenging_evidence: Ids = ()
+    """Ids of the observations that challenge it. A challenge never erases support; recording one is a material change
+    for proposals that depend on the hypothesis."""
 
 
 class Link(Frozen):
+    """Relates an observation to a hypothesis after both were recorded. Submitted by a planner or a specialist."""
+
     type: Literal["link"]
+    """The item's type, `link`: its stored name, written into the ledger with it."""
     observation: Id
+    """The id of a recorded observation."""
     hypothesis: Id
+    """The id of a recorded hypothesis."""
     relation: Literal["supports", "challenges"]
+    """`supports` or `challenges`. A challenge is a material change for proposals that depend on the hypothesis, and
+    selects the observation when the hypothesis is selected."""
     rationale: Text | None = None
+    """Why the observation bears on the hypothesis, as a short sentence."""
 
 
 class Question(Frozen):
+    """A question the investigation must answer; open until answered. Submitted by a planner, a specialist or a
+    reporter; at most `max_open_questions` open at once."""
+
     type: Literal["question"]
+    """The item's type, `question`: its stored name, written into the ledger with it."""
     id: Id
+    """The question's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     text: Text
+    """The question."""
     about: Id | None = None
+    """The id of the hypothesis the question is about, if any."""
 
 
 class Answer(Frozen):
+    """Answers an open question. Submitted by a planner or a specialist."""
+
     type: Literal["answer"]
+    """The item's type, `answer`: its stored name, written into the ledger with it."""
     question: Id
+    """The id of the open question answered."""
     text: Text
+    """The answer as a short claim."""
     evidence: Ids = ()
+    """Ids of the observations the answer rests on; an answer without any is shown as unsupported."""
 
 
 class Proposal(Frozen):
+    """A proposed conclusion or next step, built from the workspace at a version. Submitted by a planner; at most
+    `max_proposals`. Recording it is not a material change."""
+
     type: Literal["proposal"]
+    """The item's type, `proposal`: its stored name, written into the ledger with it."""
     id: Id
+    """The proposal's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     summary: Text
+    """What is proposed, as a short claim."""
     based_on_workspace_version: Annotated[int, Field(ge=1)]
+    """The workspace version the proposal was built from (its basis, never changed). A material change to what it
+    depends on committed after it makes it `requires_revalidation`, also when it is recorded already stale."""
     depends_on: Ids = ()
+    """Ids of the hypotheses and observations the proposal rests on. Material changes to them, or to the evidence under
+    those hypotheses, require revalidation."""
 
 
 Assumption = Annotated[str, StringConstraints(min_length=1, max_length=512)]
 
 
 class Review(Frozen):
+    """Decides on a proposal: `retained` (current again against the reviewed version, the original basis kept on
+    record; an earlier acceptance is cleared), `revised` or `withdrawn` (final), or `accepted` (an operator's
+    approval). Submitted by a planner; `accepted` by an operator only, in a contribution with `expected_version`,
+    and only while the proposal is current."""
+
     type: Literal["review"]
+    """The item's type, `review`: its stored name, written into the ledger with it."""
     proposal: Id
+    """The id of the proposal reviewed."""
     decision: Literal["retained", "revised", "withdrawn", "accepted"]
+    """`retained`, `revised`, `withdrawn` or `accepted` (see the item)."""
     what_changed: Text | None = None
+    """What changed since the proposal's basis, and how the review weighed it."""
     affected_assumptions: Annotated[tuple[Assumption, ...], Field(max_length=MAX_REFS)] = ()
+    """The assumptions of the proposal that the change touched: the ids of hypotheses or observations it depends on, or
+    the assumptions themselves as short texts (at most 512 characters each, at most 256 of them)."""
     based_on_workspace_version: Annotated[int, Field(ge=1)] | None = None
+    """The workspace version the review was made against (default: the contribution's `expected_version`). A `retained`
+    or `accepted` review states it; material changes committed after it keep the proposal `requires_revalidation`."""
 
 
 class WorkRequest(Frozen):
+    """Asks for work of a kind (a log query, a certificate check, ...): pending until a result arrives. Submitted by a
+    planner or the controller; at most `max_pending_work` pending at once."""
+
     type: Literal["work_request"]
+    """The item's type, `work_request`: its stored name, written into the ledger with it."""
     request_id: Id
+    """The request's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     kind: Id
+    """The kind of work, e.g. `log_query`, `change_calendar`, `certificate_check`: specialists serving that kind are
+    told (verifiers too, for kinds ending in `_check`)."""
     target: Text
+    """What to look at, as a short description."""
     question: Text | None = None
+    """What the work should answer, when the target alone does not say."""
     timeout_s: Seconds | None = None
+    """How many seconds a result is waited for once claimed (at most 7 days); then the controller may reclaim the
+    request."""
 
 
 class WorkClaim(Frozen):
+    """Claims a work request for a lease: the claim gets the request's next generation (1 for the first claim).
+    Submitted by a specialist or a verifier; `lease_held` while another principal holds a live lease."""
+
     type: Literal["work_claim"]
+    """The item's type, `work_claim`: its stored name, written into the ledger with it."""
     request_id: Id
+    """The id of the work request claimed."""
     lease_s: Seconds
+    """How many seconds the lease lasts from the commit's time (at most 7 days). A lapsed lease does not block a new
+    claim, which fences the previous holder as a reclaim does."""
 
 
 class WorkRenew(Frozen):
+    """Extends the lease of a live claim. Submitted by the claim's holder."""
+
     type: Literal["work_renew"]
+    """The item's type, `work_renew`: its stored name, written into the ledger with it."""
     request_id: Id
+    """The id of the work request whose lease is renewed."""
     generation: Annotated[int, Field(ge=1)]
+    """The generation of the live claim; any other is refused `fenced`."""
     lease_s: Seconds
+    """The new lease, in seconds from the commit's time (at most 7 days)."""
 
 
 class QueryRecord(Frozen):
     """What a query covered: an empty result means something only alongside these."""
 
     time_range: tuple[AwareDatetime, AwareDatetime]
+    """Start and end (ISO 8601 with a time zone) of the period the query covered; the start is not after the end."""
     filters: Annotated[dict[str, Name], Field(max_length=MAX_REFS)] = Field(default_factory=dict)
+    """The filters applied, as name -> value (e.g. `{"service": "payments-api"}`)."""
     targets: Names = ()
+    """The instances, hosts or data sources queried."""
     completed: bool
+    """Whether the query ran to completion: a result of an incomplete query is never shown as a clean result."""
 
     @model_validator(mode="after")
     def _range_is_ordered(self) -> QueryRecord:
@@ -278,44 +437,89 @@ class QueryRecord(Frozen):
 
 
 class WorkResult(Frozen):
+    """Reports the outcome of claimed work, which ends the request. Submitted by the claim's holder, with the
+    generation it claimed under."""
+
     type: Literal["work_result"]
+    """The item's type, `work_result`: its stored name, written into the ledger with it."""
     request_id: Id
+    """The id of the work request reported on."""
     generation: Annotated[int, Field(ge=1)]
+    """The generation the holder claimed under; an older one is refused `fenced` (claim again first)."""
     status: Literal["completed", "failed"]
+    """`completed` or `failed`. Either ends the request; a failed one stays visible and is never shown as a clean
+    result."""
     summary: Text
+    """What the work found, as a short claim."""
     query: QueryRecord | None = None
+    """What the work covered: an empty finding means something only alongside it."""
     observation: ObservationBody | None = None
+    """An observation the work produced (the fields of an `observation` item, without `type`), recorded as the
+    holder's."""
 
 
 class WorkReclaim(Frozen):
+    """Takes a work request back from its holder: the next claim gets a new generation, and the old holder's renewals
+    and results are `fenced`. Submitted by the controller or an operator."""
+
     type: Literal["work_reclaim"]
+    """The item's type, `work_reclaim`: its stored name, written into the ledger with it."""
     request_id: Id
+    """The id of the work request taken back."""
     reason: Text
+    """Why it is taken back (a lapsed lease, a stuck holder), as a short sentence."""
 
 
 class Verification(Frozen):
+    """Settles a hypothesis on the strength of a completed check. Submitted by a verifier that is not the hypothesis's
+    author."""
+
     type: Literal["verification"]
+    """The item's type, `verification`: its stored name, written into the ledger with it."""
     claim: Id
+    """The id of the hypothesis verified."""
     check: Id
+    """The `request_id` of a completed work request (a check such as a `certificate_check`) whose result is the
+    verification's evidence. It must exist and be completed; a check still pending or failed is refused."""
     result: Literal["confirmed", "refuted", "inconclusive"]
+    """`confirmed` or `refuted` settles the hypothesis; `inconclusive` leaves its status as it is."""
 
 
 class Selection(Frozen):
+    """Changes what is selected into the bounded workspace view. Submitted by the controller or an operator; it may not
+    deselect a contradiction of a selected hypothesis."""
+
     type: Literal["selection"]
+    """The item's type, `selection`: its stored name, written into the ledger with it."""
     select: Ids = ()
+    """Ids of observations and hypotheses to select, within `max_selected_items`."""
     deselect: Ids = ()
+    """Ids of observations and hypotheses to deselect."""
     reason: Text
+    """Why, as a short sentence."""
 
 
 class Judgment(Frozen):
+    """Records one model invocation made for the contribution that carries it: which model saw which version, with
+    which prompt, and what it answered. Any role, about its own invocation."""
+
     type: Literal["judgment"]
+    """The item's type, `judgment`: its stored name, written into the ledger with it."""
     invocation_id: Id
+    """The invocation's id. Unique in the workspace: observations, hypotheses, questions, proposals, work requests and
+    judgment invocations share one namespace (letters, digits and `._:/@-`, at most 128 characters)."""
     component: Name
+    """The part of the participant that called the model, e.g. `planner.propose`."""
     model: Name
+    """The model's name, as its provider reports it."""
     prompt_sha256: Sha256
+    """The SHA-256 (64 lower-case hex digits) of the exact prompt sent."""
     input_workspace_version: Annotated[int, Field(ge=1)]
+    """The workspace version the model was shown."""
     evidence_revisions: Annotated[dict[Id, int], Field(max_length=MAX_REFS)] = Field(default_factory=dict)
+    """For each evidence id the prompt quoted, the workspace version at which it was read."""
     output: dict[str, Any] = Field(default_factory=dict)
+    """The model's parsed output as a JSON object (at most 64 KiB as compact JSON, 32 levels deep)."""
 
     @field_validator("output")
     @classmethod
@@ -357,29 +561,56 @@ def _depth(value: Any) -> int:
 
 
 class Cycle(Frozen):
+    """Starts a round in which the controller schedules participants, charged against `max_investigation_cycles`.
+    Submitted by the controller."""
+
     type: Literal["cycle"]
+    """The item's type, `cycle`: its stored name, written into the ledger with it."""
     number: Annotated[int, Field(ge=1)]
+    """The cycle's number: 1 for the first, one more than the last; past `max_investigation_cycles` it is refused
+    `limit_exceeded`."""
     scheduled: Ids = ()
+    """The principals scheduled in this cycle."""
 
 
 class StatusChange(Frozen):
+    """Changes the workspace status. The controller sets `evidence_incomplete`, `budget_exhausted` and
+    `human_review_required`; an operator any status, `supported_conclusion` and `closed` included."""
+
     type: Literal["status"]
+    """The item's type, `status`: its stored name, written into the ledger with it."""
     to: Status
+    """The new status."""
     reason: Text
+    """Why, as a short sentence."""
     handoff: Text | None = None
+    """What a person must pick up, e.g. what is unresolved when the budget is exhausted or the workspace escalates."""
 
 
 class Reopen(Frozen):
+    """Reopens a `closed` or `budget_exhausted` workspace with an owner and a new budget; the cycle count starts
+    afresh. Submitted by an operator."""
+
     type: Literal["reopen"]
+    """The item's type, `reopen`: its stored name, written into the ledger with it."""
     owner: Id
+    """The principal that owns the reopened investigation."""
     runtime_limits: LimitsUpdate
+    """The new limits; absent fields keep their value."""
 
 
 class Constraints(Frozen):
+    """Changes the goal, scope or limits of an investigation: a material change for every proposal. Submitted by an
+    operator; changes at least one of its fields."""
+
     type: Literal["constraints"]
+    """The item's type, `constraints`: its stored name, written into the ledger with it."""
     goal: Text | None = None
+    """The new goal; absent keeps the current one."""
     scope: Scope | None = None
+    """The new scope; absent keeps the current one."""
     runtime_limits: LimitsUpdate | None = None
+    """The new limits; absent fields keep their value."""
 
     @model_validator(mode="after")
     def _changes_something(self) -> Constraints:
