@@ -159,6 +159,10 @@ class TimelineEntry(BaseModel):
     statement: str
     late_arrival: bool
     stale: bool
+    via_request: str | None = Field(None, description="the work request whose result brought this observation")
+    coverage: dict[str, Any] | None = Field(
+        None, description="what that result's query covered: time_range, filters, targets, completed"
+    )
 
 
 class Timeline(BaseModel):

@@ -22,6 +22,7 @@ from caseboard.domain.items import Role
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
+from caseboard.projections.timeline import timeline as timeline_entries
 from caseboard.replay.audit import ChainBroken, guard_for
 
 router = APIRouter(tags=["reading"])
@@ -134,22 +135,7 @@ def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, versio
         document = _show(svc, workspace_id, version, None)
     except ChainBroken as error:
         return JSONResponse(error.to_body(), status_code=409)
-    observations = sorted(
-        document["observations"],
-        key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
-    )
-    keys = (
-        "event_time",
-        "event_time_quality",
-        "ingested_at",
-        "recorded_at_version",
-        "id",
-        "source",
-        "statement",
-        "late_arrival",
-        "stale",
-    )
-    entries = [{k: obs[k] for k in keys} for obs in observations]
+    entries = timeline_entries(document)
     return JSONResponse(
         {"workspace_id": workspace_id, "workspace_version": document["workspace_version"], "entries": entries}
     )

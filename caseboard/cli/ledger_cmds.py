@@ -18,6 +18,7 @@ from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
 from caseboard.projections.freshness import stale_now_line
+from caseboard.projections.timeline import timeline
 from caseboard.reducers import REDUCERS
 from caseboard.replay.audit import check_ledger
 
@@ -167,23 +168,6 @@ def cmd_log(app: App, args: argparse.Namespace) -> int:
 
 
 def cmd_timeline(app: App, args: argparse.Namespace) -> int:
-    projection = checked_show(app, args.workspace, args.at_version)
-    observations = sorted(
-        projection["observations"],
-        key=lambda o: (datetime.fromisoformat(o["event_time"]), o["recorded_at_version"], o["id"]),
-    )
-    for obs in observations:
-        emit_line(
-            {
-                "event_time": obs["event_time"],
-                "event_time_quality": obs["event_time_quality"],
-                "ingested_at": obs["ingested_at"],
-                "recorded_at_version": obs["recorded_at_version"],
-                "id": obs["id"],
-                "source": obs["source"],
-                "statement": obs["statement"],
-                "late_arrival": obs["late_arrival"],
-                "stale": obs["stale"],
-            }
-        )
+    for entry in timeline(checked_show(app, args.workspace, args.at_version)):
+        emit_line(entry)
     return 0
