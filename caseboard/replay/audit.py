@@ -15,17 +15,22 @@ the commits a read folds, so that an altered record is never shown as if it were
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.replay.records import file_records, ledger_records
-from caseboard.replay.verify import ChainChecker, ChainReport, verify_records
+from caseboard.replay.records import RawRecord, decode_one, file_records, ledger_records
+from caseboard.replay.verify import ChainChecker, ChainReport, Problem, verify_records
+
+log = structlog.get_logger("caseboard.replay")
 
 REASON = "tampered"
 """The reason token of a read refused because a commit does not match its hash (HTTP and ``--format json``)."""
@@ -64,6 +69,9 @@ def checked_file_commits(path: Path, upto: int | None = None) -> Iterator[Commit
     the record after it is checked too: its ``previous_hash`` tells whether version ``upto`` was re-sealed
     after an edit."""
     records = list(file_records(path))
+    if records and all(pre_chain(record) for record in records):
+        yield from _unchecked(records, str(path), upto)
+        return
     checker = ChainChecker(str(path))
     for record in records:
         commit = checker.accept(record)
@@ -85,9 +93,22 @@ def checked_ledger_commits(
 ) -> Iterator[Commit]:
     """A workspace's stored commits in version order, each checked before it is yielded (and the row after
     ``upto``, as for a file)."""
-    checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
+    source = f"ledger {workspace_id}"
+    checker = ChainChecker(source, workspace_id)
+    before_chain = False
     for batch in ledger_records(ledger, workspace_id, None if upto is None else upto + 1):
         for record in batch:
+            if record.position == 1 and pre_chain(record):
+                before_chain = True
+            if before_chain:
+                if not pre_chain(record):  # a sealed commit after unsealed ones: nothing links them
+                    report = ChainReport(
+                        source, workspace_id, record.position - 1, None, _sealed_after_pre_chain(record)
+                    )
+                    raise ChainBroken(report, action)
+                if upto is None or record.position <= upto:
+                    yield from _unchecked([record], source, upto, warn=record.position == 1)
+                continue
             commit = checker.accept(record)
             if commit is None:
                 if upto is not None and checker.problem is not None and checker.problem.version > upto:
@@ -98,9 +119,41 @@ def checked_ledger_commits(
             yield commit
 
 
-def check_ledger(ledger: EventsourcingLedger, workspace_id: str, upto: int, action: str) -> None:
-    for _ in checked_ledger_commits(ledger, workspace_id, upto, action):
-        pass
+def check_ledger(ledger: EventsourcingLedger, workspace_id: str, upto: int, action: str) -> Commit | None:
+    """Check rows 1..``upto`` (and the next); the last commit checked."""
+    last = None
+    for commit in checked_ledger_commits(ledger, workspace_id, upto, action):
+        last = commit
+    return last
+
+
+def pre_chain(record: RawRecord) -> bool:
+    """A record of schema version 0, written before commits were hash-chained (docs/adr/0022): it has no
+    hash to check."""
+    if b'"schema_version":0' not in record.data[:64] and b'"schema_version": 0' not in record.data[:64]:
+        return False
+    try:
+        data = json.loads(record.data)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("schema_version") == 0
+
+
+def _sealed_after_pre_chain(record: RawRecord) -> Problem:
+    return Problem(
+        record.position, "unsealed", f"{record.where} is sealed but follows commits written before the chain"
+    )
+
+
+def _unchecked(records: list[RawRecord], source: str, upto: int | None, *, warn: bool = True) -> Iterator[Commit]:
+    """Records of before the chain, decoded without a check (there is none to make), with a warning."""
+    if warn:
+        log.warning("chain_absent", source=source, detail="schema version 0 commits predate the hash chain: unchecked")
+    for record in records:
+        commit = decode_one(record)
+        if upto is not None and commit.version > upto:
+            return
+        yield commit
 
 
 class ReadGuard:
@@ -122,6 +175,11 @@ class ReadGuard:
             known = self._checked.get(workspace_id)
         start, previous = (known[1], known[2]) if known is not None and known[0] == id(state) else (0, None)
         if start >= version:
+            return
+        if start == 0:  # the whole chain, as a past version's read checks it (commits before the chain too)
+            last = check_ledger(self.ledger, workspace_id, version, "nothing was shown")
+            with self._lock:
+                self._checked[workspace_id] = (id(state), version, last.hash if last is not None else None)
             return
         checker = ChainChecker(f"ledger {workspace_id}", workspace_id)
         checker.expected, checker.previous_hash = start + 1, previous

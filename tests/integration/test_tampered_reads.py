@@ -133,3 +133,21 @@ def test_a_server_started_over_an_updated_row_refuses_its_head(tmp_path: Path) -
         assert response.status_code == 409
         assert response.json()["first_bad_version"] == 16
         assert reader.get("/workspaces/incident-042/timeline").status_code == 409
+
+
+OLD = Path(__file__).resolve().parents[1] / "fixtures" / "incident-042.schema0.jsonl"
+
+
+def test_a_file_written_before_the_chain_replays_unchecked_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(OLD), "--to", "19"]) == 0
+    captured = capsys.readouterr()
+    assert '"workspace_version": 19' in captured.out
+    assert "chain_absent" in captured.err
+
+
+def test_a_sealed_file_with_one_line_in_the_old_shape_is_refused(tmp_path: Path) -> None:
+    lines = INCIDENT.read_text().splitlines(keepends=True)
+    lines[3] = OLD.read_text().splitlines(keepends=True)[3]  # an unsealed record where a sealed one belongs
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(lines))
+    assert main(["replay", str(path)]) == 1
