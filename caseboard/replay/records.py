@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from eventsourcing.persistence import PersistenceError
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 from pydantic import ValidationError
@@ -119,7 +120,7 @@ def _postgres_rows(
         try:
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
                 rows = cursor.execute(query, (workspace_id, after, last, batch)).fetchall()
-        except psycopg.Error as error:
+        except (psycopg.Error, PersistenceError) as error:  # the pool's connect failure arrives wrapped
             raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
         out = []
         for version, topic, state in rows:
