@@ -49,6 +49,12 @@ from caseboard.ledger import open_ledger  # noqa: E402
 from tests.http_server import observation, open_body  # noqa: E402
 from tests.private_services import PrivatePostgres, PrivateRedis, free_port, private_postgres, private_redis  # noqa: E402
 
+CHILDREN: list[subprocess.Popen[bytes]] = []  # every process this run started: killed whatever way it ends
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds the private servers' blocks, which stop them
+
 
 @dataclass
 class Figures:
@@ -57,18 +63,28 @@ class Figures:
     acknowledged: dict[str, dict[str, int]] = field(default_factory=dict)
     last_accepted: dict[str, float] = field(default_factory=dict)
     outage_slowest: float = 0.0
+    outage_slowest_label: str = ""
+    in_flight_slowest: float = 0.0
+    in_flight_slowest_label: str = ""
     in_outage: bool = False
+    outage_began: float = 0.0
     bad_answers: list[str] = field(default_factory=list)
     events_seen: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def saw(self, what: str, seconds: float) -> None:
+    def saw(self, what: str, started: float, label: str) -> None:
+        """An answer (or a transport error) to a request ``label`` sent at ``started``. A request sent while the
+        database was down must be answered promptly; one already in flight when it crashed may wait for the
+        appender to give up on its batch (ADR 0040), and is reported apart."""
+        seconds = time.monotonic() - started
         with self.lock:
             self.statuses[what] += 1
             if what.startswith("2"):
                 self.latencies.append(seconds)
-            if self.in_outage:
-                self.outage_slowest = max(self.outage_slowest, seconds)
+            if self.in_outage and started >= self.outage_began and seconds > self.outage_slowest:
+                self.outage_slowest, self.outage_slowest_label = seconds, f"{label} -> {what}"
+            elif self.in_outage and started < self.outage_began and seconds > self.in_flight_slowest:
+                self.in_flight_slowest, self.in_flight_slowest_label = seconds, f"{label} -> {what}"
 
 
 class Server:
@@ -89,6 +105,7 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "caseboard", "serve", "--port", str(self.port)], env=env, stdout=log, stderr=log
         )
+        CHILDREN.append(self.process)
         self.starts += 1
         while True:
             try:
@@ -124,10 +141,10 @@ def writer(server: Server, token: str, workspace: str, figures: Figures, stop: t
             try:
                 answer = client.post(f"{server.base}/workspaces/{workspace}/contributions", json=body)
             except httpx.TransportError as error:
-                figures.saw(type(error).__name__, time.monotonic() - started)
+                figures.saw(type(error).__name__, started, "POST contributions")
                 stop.wait(0.05)
                 continue  # the same idempotency key again: landed or not, it is recorded once
-            figures.saw(str(answer.status_code), time.monotonic() - started)
+            figures.saw(str(answer.status_code), started, "POST contributions")
             if answer.status_code in (200, 201):
                 acknowledged[f"obs-{number}"] = answer.json()["workspace_version"]
                 figures.last_accepted[workspace] = time.monotonic()
@@ -147,15 +164,16 @@ def reader(server: Server, token: str, workspaces: list[str], figures: Figures, 
         while not stop.is_set():
             workspace = workspaces[turn % len(workspaces)]
             path = f"/workspaces/{workspace}{paths[turn % len(paths)]}" if turn % 5 else "/health"
+            label = "GET " + (path.split("?")[0].replace(f"/workspaces/{workspace}", "/workspaces/{id}") or "/")
             turn += 1
             started = time.monotonic()
             try:
                 answer = client.get(f"{server.base}{path}")
             except httpx.TransportError as error:
-                figures.saw(type(error).__name__, time.monotonic() - started)
+                figures.saw(type(error).__name__, started, label)
                 stop.wait(0.05)
                 continue
-            figures.saw(str(answer.status_code), time.monotonic() - started)
+            figures.saw(str(answer.status_code), started, label)
             if answer.status_code >= 500 and answer.status_code != 503:
                 figures.bad_answers.append(f"{answer.status_code} {path} {answer.text[:200]}")
             stop.wait(0.05)
@@ -213,6 +231,7 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
         for name, command in (("dispatch", ["dispatch", "--redrive-after", "10"]), ("worker", ["worker", "--passive"]))
     }
 
+    CHILDREN.extend(helpers.values())
     figures = Figures(acknowledged={w: {} for w in workspaces}, last_accepted={w: 0.0 for w in workspaces})
     stop = threading.Event()
     threads = [
@@ -240,6 +259,7 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
     while time.monotonic() < end:
         now = time.monotonic()
         if now >= next_outage:
+            figures.outage_began = time.monotonic()
             figures.in_outage = True
             pg.stop("immediate")
             time.sleep(args.outage_s)  # the outage's length, not a wait for work
@@ -315,6 +335,9 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
         "database_outages": pg.outages,
         "outage_s": args.outage_s,
         "slowest_answer_during_outages_s": round(figures.outage_slowest, 3),
+        "slowest_answer_during_outages": figures.outage_slowest_label,
+        "slowest_in_flight_at_a_crash_s": round(figures.in_flight_slowest, 3),
+        "slowest_in_flight_at_a_crash": figures.in_flight_slowest_label,
         "recovered_outages": len(recoveries),
         "unrecovered_outages": unrecovered,
         "recovery_max_s": round(max(recoveries), 2) if recoveries else None,
@@ -338,6 +361,7 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
         and not gaps
         and not unrecovered
         and not figures.bad_answers
+        and figures.outage_slowest <= args.prompt_s
         and all(helpers_alive.values())
         and not status.get("unprocessed")
     )
@@ -354,11 +378,21 @@ def main() -> int:
     parser.add_argument("--broker-every", type=float, default=45.0, help="seconds between Redis restarts")
     parser.add_argument("--kill-every", type=float, default=75.0, help="seconds between server kills")
     parser.add_argument("--recovery-s", type=float, default=10.0, help="the server must serve again within this")
+    parser.add_argument(
+        "--prompt-s", type=float, default=2.0, help="a request sent during an outage is answered within this"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the logs' folder")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="caseboard-soak-"))
-    with private_postgres() as pg, private_redis() as redis:
-        report = soak(args, pg, redis, folder)
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with private_postgres() as pg, private_redis() as redis:
+            report = soak(args, pg, redis, folder)
+    finally:
+        for child in CHILDREN:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=10)
     report["logs"] = str(folder)
     for name, value in report.items():
         if name != "ok":

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
+from caseboard.replay.records import read_ledger
 from tests.e2e.test_serve_demo import wait_until_healthy
-from tests.http_server import observation, open_body
+from tests.http_server import observation, open_body, running_server
 from tests.private_services import PrivatePostgres, free_port, private_postgres
 
 CLIENTS = 4
@@ -176,3 +178,82 @@ def test_health_says_within_a_second_that_the_database_is_down_and_then_that_it_
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+READS = ("", "/ledger?limit=20", "/ledger", "/view?budget_chars=2000", "/timeline", "/events?after=0&timeout_s=0.5")
+
+
+def test_every_read_answers_promptly_while_the_database_is_down_never_with_a_server_error(
+    database: PrivatePostgres,
+) -> None:
+    """A read that needs rows (the ledger, the checked timeline) is 503 ``unavailable`` while the database is
+    down; one the cache can answer may be 200; none is a 500 or waits."""
+    keys = open_key_store(database.url)
+    operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
+    specialist = keys.create("spec", (Role.SPECIALIST,), "tenant-a").token
+    keys.close()
+    process, base = serve(database.url)
+    headers = {"Authorization": f"Bearer {operator}"}
+    as_specialist = {"Authorization": f"Bearer {specialist}"}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=10) as client:
+            assert client.post("/workspaces", json=open_body("ws-r")).status_code == 201
+            for n in range(3):
+                body = {"items": [observation(f"o-{n}")]}
+                answer = client.post("/workspaces/ws-r/contributions", json=body, headers=as_specialist)
+                assert answer.status_code == 201, answer.text
+            for path in READS:
+                assert client.get(f"/workspaces/ws-r{path}").status_code == 200, path
+            database.stop("immediate")
+            seen: dict[str, int] = {}
+            for _ in range(3):  # the first read after the crash finds the connection dead; later ones are refused
+                for path in READS:
+                    started = time.monotonic()
+                    answer = client.get(f"/workspaces/ws-r{path}")
+                    took = time.monotonic() - started
+                    assert took < PROMPT_S, f"{path}: {took:.1f} s while the database was down"
+                    assert answer.status_code in (200, 503), f"{path}: {answer.status_code} {answer.text[:300]}"
+                    if answer.status_code == 503:
+                        assert answer.json()["reason"] == "unavailable" and answer.headers["Retry-After"], path
+                    seen[path] = answer.status_code
+            assert seen["/ledger"] == 503 and seen["/timeline"] == 503, seen
+            database.start()
+            deadline = time.monotonic() + RECOVERY_S
+            while client.get("/workspaces/ws-r/timeline").status_code != 200:
+                assert time.monotonic() < deadline, "the timeline was not served again after the database's return"
+                time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def test_reading_a_ledger_s_rows_while_the_database_is_down_is_unavailable_whatever_the_pool_meets(
+    database: PrivatePostgres,
+) -> None:
+    """The first read after the crash finds its pooled connection dead; the next ones cannot connect, and the
+    pool reports that wrapped in its own error class: each is ``LedgerUnavailable`` (503), never a bare error
+    (a 500 on ``/timeline`` in a 30-minute soak)."""
+    with running_server(database.url) as server:
+        assert server.as_("op", "operator").post("/workspaces", json=open_body("ws-rows")).status_code == 201
+        answer = server.as_("spec", "specialist").post(
+            "/workspaces/ws-rows/contributions", json={"items": [observation("o-1")]}
+        )
+        assert answer.status_code == 201, answer.text
+    ledger = open_ledger(database.url)
+    try:
+        assert [c.version for c in read_ledger(ledger, "ws-rows")] == [1, 2]
+        database.stop("immediate")
+        for _ in range(4):
+            with pytest.raises(LedgerUnavailable):
+                list(read_ledger(ledger, "ws-rows"))
+        database.start()
+        deadline = time.monotonic() + RECOVERY_S
+        while True:
+            try:
+                assert [c.version for c in read_ledger(ledger, "ws-rows")] == [1, 2]
+                break
+            except LedgerUnavailable:
+                assert time.monotonic() < deadline, "the ledger was not read again after the database's return"
+                time.sleep(0.1)
+    finally:
+        ledger.close()
