@@ -1,4 +1,11 @@
-"""``caseboard demo``: play incident-042 into a fresh embedded ledger and tell the story version by version."""
+"""``caseboard demo``: play incident-042 into a fresh embedded ledger and tell the story version by version.
+
+Before the story the demo stores two small synthetic artifacts of the packaged scenario data (the
+payments-api-2 authentication log and change record CHG-5531) in the tenant's artifact store; after version 20
+is shown, the log and change specialists cite them by exact excerpt (versions 21 and 22), and the demo prints
+each cited excerpt as the model-facing view shows it, with the commands that export and verify it
+(docs/evidence.md). Version 20 itself is exactly the recorded story's.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,48 @@ from caseboard.cli.ledger_cmds import submit_line
 from caseboard.cli.live_demo import cmd_live
 from caseboard.cli.output import emit_document
 from caseboard.domain.errors import CaseboardError
+from caseboard.domain.items import Role
+from caseboard.evidence.cited import excerpts_for
+from caseboard.projections.model_view import build_view
+
+EVIDENCE = (
+    # (file in the scenario data, media type, source system, who stores and cites it, observation cited)
+    (
+        "incident-042.auth-payments-api-2.log",
+        "text/plain",
+        "auth-logs",
+        "log-specialist",
+        "obs-authentication-failures",
+    ),
+    (
+        "incident-042.change-CHG-5531.json",
+        "application/json",
+        "change-calendar",
+        "change-specialist",
+        "obs-certificate-change",
+    ),
+)
+CITATIONS = (
+    # (observation id, statement, source instance, event time, lines cited, recorded at)
+    (
+        "obs-authentication-failures-cited",
+        "payments-api-2 refuses token-service's certificate (certificate_unknown) from 14:03:00",
+        "payments-api-2",
+        "2026-03-02T14:03:00Z",
+        (5, 8),
+        "2026-03-02T14:10:00Z",
+    ),
+    (
+        "obs-certificate-change-cited",
+        "CHG-5531 rotated the payments-api server certificate to the 2026 intermediate at 14:00:00-14:00:40",
+        "cert-manager",
+        "2026-03-02T14:00:00Z",
+        (2, 8),
+        "2026-03-02T14:10:10Z",
+    ),
+)
+VIEW_BUDGET = 12000
+"""The characters of the view the demo builds to show the cited entries (the view's own budget and cut)."""
 
 CONTRACT_KEYS = (
     "schema_version",
@@ -63,6 +112,8 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
         raise CaseboardError(f"{workspace_id} already exists in this ledger; the demo needs a fresh one")
     coordinator = app.coordinator(trust_timestamps=True)
     out = sys.stdout
+    tenant_id = json.loads(lines[0])["items"][0]["scope"]["tenant_id"]
+    stored = store_evidence(app, args.scenarios, tenant_id)
     out.write(f"Playing {workspace_id}: {len(lines)} recorded contributions, with their recorded timestamps.\n\n")
     before = None
     for number, line in enumerate(lines, 1):
@@ -83,7 +134,72 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
     again = command_line(app.database_url, "show", workspace_id, "--at-version", "20", "--format", "yaml")
     out.write(f"\nThe workspace at version 20 ({again}):\n\n")
     emit_document(final if args.full else {k: final[k] for k in CONTRACT_KEYS}, "yaml")
+    cite_evidence(app, coordinator, workspace_id, stored)
     return 0
+
+
+def store_evidence(app: App, folder: str | None, tenant_id: str) -> list[tuple[str, str, str]]:
+    """Store the scenario's synthetic artifacts; (artifact id, who cites it, file name) for each."""
+    out = sys.stdout
+    where = app.database_url.removeprefix("sqlite:///")
+    out.write(f"Storing the evidence: {len(EVIDENCE)} small synthetic artifacts in {tenant_id}'s artifact store")
+    out.write(f" (beside {where}):\n" if where != app.database_url else ":\n")
+    stored = []
+    for name, media_type, source, who, observation in EVIDENCE:
+        data = scenario_text(folder, name).encode("utf-8")
+        meta = app.artifacts.put(tenant_id, [data], stored_by=who, media_type=media_type, source_system=source).meta
+        out.write(f"  {meta.artifact_id}  {name} ({media_type}, {meta.lines} lines; the evidence of {observation})\n")
+        stored.append((meta.artifact_id, who, name))
+    out.write("\n")
+    return stored
+
+
+def cite_evidence(app: App, coordinator: Any, workspace_id: str, stored: list[tuple[str, str, str]]) -> None:
+    """After version 20: the specialists cite the stored artifacts by exact excerpt; the view shows them."""
+    out = sys.stdout
+    out.write(
+        "\nThen the log and change specialists cite the stored evidence by exact excerpt (after version 20, "
+        "so the version above is the story's):\n\n"
+    )
+    cited = []
+    for (artifact_id, who, name), (obs_id, statement, instance, event_time, (first, last), at) in zip(
+        stored, CITATIONS, strict=True
+    ):
+        source = next(e[2] for e in EVIDENCE if e[0] == name)
+        item = {
+            "type": "observation",
+            "id": obs_id,
+            "statement": statement,
+            "source": {"system": source, "instance": instance},
+            "event_time": event_time,
+            "event_time_quality": "verified",
+            "evidence_ref": {"artifact": artifact_id, "lines": [first, last]},
+        }
+        body = {"workspace_id": workspace_id, "author": {"principal": who, "role": "specialist"}, "at": at}
+        outcome = submit_line(coordinator, workspace_id, json.dumps({**body, "items": [item]}))
+        if not outcome["ok"]:
+            raise CaseboardError(f"the demo's citation of {name} was refused: {outcome['message']}")
+        out.write(
+            f"  v{outcome['workspace_version']:<3}{who} (specialist): {obs_id} cites {name} lines {first}-{last}\n"
+        )
+        cited.append(obs_id)
+    state = app.workspaces.current(workspace_id)
+    commits = app.ledger.read(workspace_id)
+    excerpts = excerpts_for(lambda: app.artifacts, state.tenant_id, commits)
+    view = build_view(state, commits, Role.SPECIALIST, VIEW_BUDGET, app.workspaces.reducer.name, excerpts=excerpts)
+    out.write(f"\nAs the model-facing view of version {state.version} shows them (role specialist):\n\n")
+    for entry in view.entries:
+        if entry.ref in cited:
+            out.write("".join(f"  {line}\n" for line in entry.text.splitlines()) + "\n")
+    export = f".caseboard/demo/{workspace_id}.jsonl"
+    commands = (
+        command_line(app.database_url, "export", workspace_id, "--out", export, "--with-excerpts"),
+        command_line(app.database_url, "verify", export),
+    )
+    out.write(
+        "An auditor's copy, with the cited excerpts beside the commits, and its check against the recorded "
+        f"hashes:\n\n  {commands[0]}\n  {commands[1]}\n"
+    )
 
 
 def command_line(database_url: str, *args: str, argv0: str | None = None, cwd: Path | None = None) -> str:

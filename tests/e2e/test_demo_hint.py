@@ -14,6 +14,8 @@ from caseboard.cli.demo import program
 
 ROOT = Path(__file__).resolve().parents[2]
 HINT = re.compile(r"The workspace at version 20 \((.+)\):")
+AFTER = "\nThen the log and change specialists cite"
+"""Where the version 20 document ends: the demo's cited evidence follows it (tests/e2e/test_demo_evidence.py)."""
 
 
 def clean_env() -> dict[str, str]:
@@ -33,7 +35,8 @@ def run_demo(cwd: Path, *command: str) -> tuple[str, str]:
     assert done.returncode == 0, done.stderr
     match = HINT.search(done.stdout)
     assert match, done.stdout
-    return match.group(1), done.stdout[match.end() :]
+    assert AFTER in done.stdout[match.end() :], done.stdout
+    return match.group(1), done.stdout[match.end() :].split(AFTER, 1)[0]
 
 
 def test_the_demos_show_hint_pasted_into_a_shell_prints_the_same_version_20(tmp_path: Path) -> None:
