@@ -22,7 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from caseboard.api.errors import ApiError, unknown_workspace
 from caseboard.api.services import Services
 from caseboard.domain.contribution import Author
-from caseboard.domain.errors import LedgerUnavailable, Reason
+from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.keys import ApiKey
 
@@ -97,29 +97,10 @@ the request then gets 503 ``unavailable`` rather than a hang."""
 
 
 def workspace_tenant(svc: Services, workspace_id: str) -> str | None:
-    """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist. An opened
-    workspace's cached state answers without its lock (its tenant never changes, as the fast path reads it);
-    otherwise it is loaded under the lock, waiting for it at most ``LOCK_WAIT_S``."""
-    workspaces = svc.app.workspaces
-    try:
-        cached = workspaces.cached(workspace_id)
-    except KeyError:  # evicted by another thread as it was looked up
-        cached = None
-    if cached is not None and cached.opened:
-        return cached.tenant_id
-    lock = workspaces.lock(workspace_id)
-    if not lock.acquire(timeout=LOCK_WAIT_S):
-        raise LedgerUnavailable(f"workspace {workspace_id} stayed busy for {LOCK_WAIT_S:g} s; retry shortly")
-    try:
-        state = workspaces.current(workspace_id)
-        if not state.opened:
-            workspaces.catch_up(workspace_id)
-            state = workspaces.current(workspace_id)
-        if not state.opened:
-            workspaces.forget(workspace_id)
-        return state.tenant_id
-    finally:
-        lock.release()
+    """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist: from the
+    cache when it holds the opened workspace, else from the ledger, waiting for the workspace's writers of
+    this process at most ``LOCK_WAIT_S`` (``Workspaces.tenant_of``)."""
+    return svc.app.workspaces.tenant_of(workspace_id, LOCK_WAIT_S)
 
 
 def visible(svc: Services, who: Caller, workspace_id: str) -> None:

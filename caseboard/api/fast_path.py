@@ -181,8 +181,7 @@ class CaseboardAPI(FastAPI):
         coordinator = svc.app.coordinator(trust_timestamps=svc.trust_timestamps)
         if not coordinator.submits_on_loop:
             return None
-        state = svc.app.workspaces.cached(workspace_id)
-        if state is None or state.tenant_id != who.tenant_id:
+        if svc.app.workspaces.cached_tenant(workspace_id) != who.tenant_id:
             return None  # the route's visibility check answers, from the ledger if need be
         outcome = await coordinator.submit_on_loop(contribution_of(who, workspace_id, request))
         return None if outcome is None else respond(svc, who, outcome)

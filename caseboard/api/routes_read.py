@@ -35,10 +35,7 @@ def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | 
     workspaces = svc.app.workspaces
     guard = guard_for(svc.app.ledger)  # a commit that does not match its hash is never served (ADR 0050)
     if version is None and reducer in (None, workspaces.reducer.name):
-        with workspaces.lock(workspace_id):
-            workspaces.catch_up(workspace_id)
-            state = workspaces.current(workspace_id)
-            document = workspaces.reducer.render(state)
+        state, document = workspaces.head_state(workspace_id, workspaces.reducer.render)
         guard.check_head(workspace_id, state, document["workspace_version"])
         return document
     document = workspaces.show(workspace_id, version, reducer)

@@ -1,4 +1,4 @@
-"""The coordinator: load, decide, append, in a short critical section per workspace.
+"""The coordinator: load, decide, save, in one unit of work per workspace (``Workspaces.writing``).
 
 ``submit`` decides a contribution on the cached projection and appends the resulting commit at the next
 version. The store's uniqueness on (workspace, version) decides races between processes: the loser catches
@@ -11,11 +11,8 @@ everything else back to ``submit`` (ADR 0035).
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import structlog
@@ -26,8 +23,8 @@ from caseboard.domain.citations import CitationResolver, parse_citation
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
-from caseboard.ledger.base import Ledger, VersionTaken
-from caseboard.projections.workspaces import Workspaces
+from caseboard.ledger.base import Ledger
+from caseboard.projections.workspaces import Unit, Workspaces
 
 log = structlog.get_logger("caseboard.coordinator")
 
@@ -85,45 +82,21 @@ class Coordinator:
         racing for the workspace, a thread of this process holds it, a snapshot is due, the contribution is
         refused, or its version was taken. The caller then calls ``submit`` from a thread, which decides it
         again from the start; nothing was appended."""
-        async with self.workspaces.turn(contribution.workspace_id):
-            return await self._submit_on_loop(contribution)
-
-    async def _submit_on_loop(self, contribution: Contribution) -> dict[str, Any] | None:
-        workspace_id = contribution.workspace_id
-        lock = self.workspaces.lock(workspace_id)
-        if not lock.acquire(blocking=False):
-            return None
-        try:
-            state = self.workspaces.cached(workspace_id)
-            if (
-                state is None
-                or not self.workspaces.uncontended(workspace_id)
-                or self.workspaces.snapshot_due(workspace_id, state.version + 1)
-            ):
+        async with self.workspaces.writing_on_loop(contribution.workspace_id) as unit:
+            if unit is None:
                 return None
             try:
-                result = decide(state, contribution, self._at(contribution), self.workspaces.reducer)
+                result = decide(unit.state, contribution, self._at(contribution), self.workspaces.reducer)
             except (Behind, Refused):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
                 return result.outcome
-            try:
-                await self.ledger.append_on_loop(result, partial(self.workspaces.fold, result))
-            except VersionTaken:
-                self.workspaces.lost_race(workspace_id, folded=True)
-                return None
-            except BaseException:
-                self.workspaces.forget(workspace_id)  # see _submit
-                raise
-            return self._landed(result, attempts=1)
-        finally:
-            lock.release()
+            return self._landed(result, attempts=1) if await unit.save_on_loop(result) else None
 
     def _at(self, contribution: Contribution) -> datetime:
         return contribution.at if self.trust_timestamps and contribution.at is not None else self.clock()
 
     def _landed(self, result: Commit, attempts: int) -> dict[str, Any]:
-        self.workspaces.committed(result)
         log.info(
             "commit_recorded",
             workspace_id=result.workspace_id,
@@ -136,46 +109,37 @@ class Coordinator:
         return result.outcome()
 
     def _submit(self, contribution: Contribution) -> dict[str, Any]:
-        workspace_id = contribution.workspace_id
-        citations: Citations | None = None
-        with self.workspaces.lock(workspace_id):
-            for attempt in range(MAX_ATTEMPTS):
-                state = self.workspaces.current(workspace_id)
-                try:
-                    result = decide(state, contribution, self._at(contribution), self.workspaces.reducer, citations)
-                except Unresolved:
-                    if citations is not None or self.artifacts is None or state.tenant_id is None:
-                        raise
-                    citations = self._resolve(state.tenant_id, contribution)
-                    continue
-                except Behind as behind:
-                    self.workspaces.catch_up(workspace_id)
-                    raise self._conflict(workspace_id, behind.expected) from None
-                except Refused:
-                    if self.workspaces.catch_up(workspace_id):
-                        continue
-                    raise
+        """Load, decide, save: until the commit lands, or the contribution is refused on fresh state."""
+        citations: Citations | None = None  # resolved once, when first met
+        with self.workspaces.writing(contribution.workspace_id) as unit:
+            for _ in range(MAX_ATTEMPTS):
+                result, citations = self._decide(unit, contribution, citations)
                 if isinstance(result, Replayed):
                     return result.outcome
-                # The commit is folded into the cache while it is on its way to the database, unless
-                # another process has lately been taking versions of this workspace first.
-                early = attempt == 0 and self.workspaces.uncontended(workspace_id)
-                try:
-                    self.ledger.append(result, partial(self.workspaces.fold, result) if early else None)
-                    if not early:
-                        self.workspaces.fold(result)
-                except VersionTaken:
-                    self.workspaces.lost_race(workspace_id, folded=early)
-                    if attempt > 2:
-                        time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
-                    continue
-                except BaseException:
-                    # Unavailable, or the fold failed: the cache may hold a commit that did not land, or
-                    # half of one that did.
-                    self.workspaces.forget(workspace_id)
+                if unit.save(result):
+                    return self._landed(result, attempts=unit.saves)
+        raise LedgerUnavailable(f"{contribution.workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _decide(
+        self, unit: Unit, contribution: Contribution, citations: Citations | None
+    ) -> tuple[Commit | Replayed, Citations | None]:
+        """The commit of a contribution on the unit's state, caught up as often as the decision needs it (a
+        refusal is only ever decided on fresh state), and the citations it needed resolved."""
+        while True:
+            state = unit.state
+            try:
+                at = self._at(contribution)
+                return decide(state, contribution, at, self.workspaces.reducer, citations), citations
+            except Unresolved:
+                if citations is not None or self.artifacts is None or state.tenant_id is None:
                     raise
-                return self._landed(result, attempts=attempt + 1)
-        raise LedgerUnavailable(f"{workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
+                citations = self._resolve(state.tenant_id, contribution)
+            except Behind as behind:
+                unit.catch_up()
+                raise self._conflict(unit, behind.expected) from None
+            except Refused:
+                if not unit.catch_up():
+                    raise
 
     def _resolve(self, tenant_id: str, contribution: Contribution) -> Citations:
         """What the artifact store holds for every citation of the contribution, in the workspace's tenant.
@@ -192,7 +156,7 @@ class Coordinator:
                     found[ref] = store.resolve(tenant_id, cited)
         return found
 
-    def _conflict(self, workspace_id: str, expected: int) -> VersionConflict:
-        current = self.workspaces.current(workspace_id).version
-        since = self.ledger.read(workspace_id, after=max(expected, current - SUMMARY_LIMIT), upto=current)
+    def _conflict(self, unit: Unit, expected: int) -> VersionConflict:
+        current = unit.state.version
+        since = self.ledger.read(unit.workspace_id, after=max(expected, current - SUMMARY_LIMIT), upto=current)
         return VersionConflict(expected, current, [commit.summary() for commit in since])

@@ -14,16 +14,20 @@ version, and its tenant is the one the chain opened the workspace in. Any other 
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
+from typing import Any, TypeVar
 
 import structlog
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
-from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected
+from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 log = structlog.get_logger("caseboard.projections")
@@ -32,6 +36,75 @@ CONTENDED_S = 10.0
 """How long after another process's writer took a version first the coordinator folds that workspace's
 commits only once they landed. A commit folded while on its way that then loses costs a reload of the
 whole cached state (the latest snapshot and the commits after it); one that lands costs nothing."""
+
+T = TypeVar("T")
+
+
+class Unit:
+    """One writer's hold on a workspace (``Workspaces.writing``): the state to decide on, and ``save``."""
+
+    def __init__(self, workspaces: Workspaces, workspace_id: str) -> None:
+        self.workspaces = workspaces
+        self.workspace_id = workspace_id
+        self.saves = 0
+        """Appends tried in this unit (each but the last lost its version to another process's writer)."""
+
+    @property
+    def state(self) -> WorkspaceState:
+        """The cached state, loaded if need be (decide on it; never modify it)."""
+        return self.workspaces.current(self.workspace_id)
+
+    def catch_up(self) -> bool:
+        """Fold what other writers committed since the cached version; True when there was any."""
+        return self.workspaces.catch_up(self.workspace_id)
+
+    def save(self, commit: Commit) -> bool:
+        """Append ``commit`` and fold it: True when it landed, False when another writer took its version
+        first (the state is then caught up: decide again). When the append fails otherwise, the cached state
+        is dropped (it may hold a commit that did not land, or half of one that did) and the error raised.
+
+        The commit is folded while it is on its way to the database (docs/adr/0095), unless another process
+        has lately been taking versions of this workspace first or this unit already lost a race."""
+        workspaces = self.workspaces
+        self.saves += 1
+        early = workspaces.fold_in_flight and self.saves == 1 and workspaces.uncontended(self.workspace_id)
+        return self._settle(commit, early, lambda: workspaces.ledger.append(commit, self._fold(commit, early)))
+
+    async def save_on_loop(self, commit: Commit) -> bool:
+        """``save`` for a coroutine on the running event loop, with no thread (``Ledger.append_on_loop``)."""
+        self.saves += 1
+        try:
+            await self.workspaces.ledger.append_on_loop(commit, self._fold(commit, True))
+        except VersionTaken:
+            self._lost(folded=True)
+            return False
+        except BaseException:
+            self.workspaces.forget(self.workspace_id)
+            raise
+        self.workspaces.committed(commit)
+        return True
+
+    def _fold(self, commit: Commit, early: bool) -> Callable[[], None] | None:
+        return partial(self.workspaces.fold, commit) if early else None
+
+    def _settle(self, commit: Commit, early: bool, append: Callable[[], None]) -> bool:
+        try:
+            append()
+            if not early:
+                self.workspaces.fold(commit)
+        except VersionTaken:
+            self._lost(folded=early)
+            if self.saves > 3:  # a crowd of writers of other processes: spread them out a little
+                time.sleep(random.uniform(0, 0.002 * min(self.saves, 10)))
+            return False
+        except BaseException:
+            self.workspaces.forget(self.workspace_id)
+            raise
+        self.workspaces.committed(commit)
+        return True
+
+    def _lost(self, *, folded: bool) -> None:
+        self.workspaces.lost_race(self.workspace_id, folded=folded)
 
 
 class Workspaces:
@@ -53,6 +126,74 @@ class Workspaces:
         self._locks: dict[str, threading.Lock] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
+
+    fold_in_flight = True
+    """Fold a commit into the cached state while its INSERT is on its way (docs/adr/0095 measures it)."""
+
+    @contextmanager
+    def writing(self, workspace_id: str) -> Iterator[Unit]:
+        """The unit of work of one of this process's writers of a workspace (the database arbitrates across
+        processes); it waits for the workspace's other writers in this process."""
+        with self.lock(workspace_id):
+            yield Unit(self, workspace_id)
+
+    @asynccontextmanager
+    async def writing_on_loop(self, workspace_id: str) -> AsyncIterator[Unit | None]:
+        """The unit of work of a coroutine on the running loop, after the loop's other writers of the workspace
+        (ADR 0035); None, with nothing held, when it cannot be had at once: a thread of this process holds
+        the workspace, its state is not cached, other processes race for it, or a snapshot is due."""
+        async with self.turn(workspace_id):
+            lock = self.lock(workspace_id)
+            if not lock.acquire(blocking=False):
+                yield None
+                return
+            try:
+                state = self.cached(workspace_id)
+                usable = (
+                    state is not None
+                    and self.uncontended(workspace_id)
+                    and not self.snapshot_due(workspace_id, state.version + 1)
+                )
+                yield Unit(self, workspace_id) if usable else None
+            finally:
+                lock.release()
+
+    def head_state(self, workspace_id: str, read: Callable[[WorkspaceState], T]) -> tuple[WorkspaceState, T]:
+        """``read`` of the state caught up with the ledger, under the workspace's lock (the state may move on
+        once it is released: ``read`` takes what the caller needs from it)."""
+        with self.lock(workspace_id):
+            self.catch_up(workspace_id)
+            state = self.current(workspace_id)
+            return state, read(state)
+
+    def cached_tenant(self, workspace_id: str) -> str | None:
+        """The tenant of the cached state of an opened workspace, without waiting; None when not cached."""
+        try:
+            state = self.cached(workspace_id)
+        except KeyError:  # evicted by another thread as it was looked up
+            return None
+        return state.tenant_id if state is not None and state.opened else None
+
+    def tenant_of(self, workspace_id: str, wait_s: float) -> str | None:
+        """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist. An opened
+        workspace's cached state answers without its lock (its tenant never changes); otherwise it is loaded
+        under the lock, waiting for it at most ``wait_s`` (then ``LedgerUnavailable``: ADR 0040)."""
+        tenant = self.cached_tenant(workspace_id)
+        if tenant is not None:
+            return tenant
+        lock = self.lock(workspace_id)
+        if not lock.acquire(timeout=wait_s):
+            raise LedgerUnavailable(f"workspace {workspace_id} stayed busy for {wait_s:g} s; retry shortly")
+        try:
+            state = self.current(workspace_id)
+            if not state.opened:
+                self.catch_up(workspace_id)
+                state = self.current(workspace_id)
+            if not state.opened:
+                self.forget(workspace_id)
+            return state.tenant_id
+        finally:
+            lock.release()
 
     def lock(self, workspace_id: str) -> threading.Lock:
         """Serializes this process's writers of one workspace (the database arbitrates across processes)."""
