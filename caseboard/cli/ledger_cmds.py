@@ -19,7 +19,7 @@ from caseboard.coordinator import parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
 from caseboard.projections.freshness import stale_now_line
 from caseboard.projections.timeline import timeline
-from caseboard.reducers import REDUCERS
+from caseboard.reducers import GROUP, RELEASED
 from caseboard.replay.audit import check_ledger
 
 logger = structlog.get_logger("caseboard.cli")
@@ -39,7 +39,9 @@ def register(commands: Any) -> None:
     show = commands.add_parser("show", help="the projection of a workspace, at its head or any past version")
     show.add_argument("workspace")
     show.add_argument("--at-version", type=int, metavar="N")
-    show.add_argument("--reducer", choices=sorted(REDUCERS), metavar="V", help=f"one of {', '.join(REDUCERS)}")
+    show.add_argument(
+        "--reducer", metavar="V", help=f"a registered reducer's name ({GROUP} entry points: {', '.join(RELEASED)}, ...)"
+    )
     show.add_argument("--format", choices=["json", "yaml"], default="json")
     show.set_defaults(handler=cmd_show, reads=True)
 

@@ -1,16 +1,16 @@
 """Versioned reducers, side by side. A released version is never edited; new semantics get a new name.
 
 ``get_reducer(name)`` is the one door: every other layer reaches a reducer through the ``Reducer`` interface
-it returns, so switching the current reducer is the one line ``CURRENT = ...`` below.
+it returns, so switching the current reducer is the one line ``CURRENT = ...`` below. Reducers are
+registered by name in the entry-point group ``caseboard.reducers`` (``registry.py``): caseboard's released
+ones, and any other distribution's (docs/reducers.md). A reducer's state is a ``WorkspaceState`` (v1's, or a
+subclass of it, as v3's is): the coordinator's rules, routing and the model view read its records.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
-from caseboard.domain.errors import UnknownReducer
 from caseboard.reducers.base import Reducer
-from caseboard.reducers.workspace_rules_v1 import REDUCER as V1
+from caseboard.reducers.registry import GROUP, RELEASED, Registry
 from caseboard.reducers.workspace_rules_v1.state import (
     HypothesisRec,
     ObservationRec,
@@ -19,28 +19,25 @@ from caseboard.reducers.workspace_rules_v1.state import (
     WorkRec,
     WorkspaceState,
 )
-from caseboard.reducers.workspace_rules_v2 import REDUCER as V2
-from caseboard.reducers.workspace_rules_v3 import REDUCER as V3
 from caseboard.reducers.workspace_rules_v3.render import coverage, finding, sources
 
-REDUCERS: dict[str, Reducer[WorkspaceState]] = {
-    V1.name: V1,
-    V2.name: V2,
-    V3.name: cast(Reducer[WorkspaceState], V3),  # its state extends v1's
-}
-CURRENT = V3.name
+REDUCERS = Registry()
+"""Every registered reducer by name (a read-only mapping; a reducer is imported when first asked for)."""
+CURRENT = "workspace-rules-v3"
+"""The reducer the coordinator decides with and ``show`` renders by default (ADR 0038)."""
 
 
 def get_reducer(name: str | None = None) -> Reducer[WorkspaceState]:
-    try:
-        return REDUCERS[name or CURRENT]
-    except KeyError:
-        raise UnknownReducer(str(name), sorted(REDUCERS)) from None
+    """The registered reducer ``name`` (``CURRENT`` by default), or ``UnknownReducer`` naming the known ones."""
+    reducer: Reducer[WorkspaceState] = REDUCERS.get_reducer(name or CURRENT)
+    return reducer
 
 
 __all__ = [
     "CURRENT",
+    "GROUP",
     "REDUCERS",
+    "RELEASED",
     "HypothesisRec",
     "ObservationRec",
     "ProposalRec",

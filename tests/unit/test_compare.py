@@ -79,7 +79,7 @@ def test_json_output_carries_every_difference(capsys: pytest.CaptureFixture[str]
     [
         (["--reducer", V1, str(CORPUS)], "exactly two --reducer"),
         (["--reducer", V1, "--reducer", V2, "no/such/path"], "no/such/path: no such file or directory"),
-        (["--reducer", V1, "--reducer", "workspace-rules-v9", str(CORPUS)], "invalid choice"),
+        (["--reducer", V1, "--reducer", "workspace-rules-v9", str(CORPUS)], "unknown reducer 'workspace-rules-v9'"),
     ],
 )
 def test_a_mistake_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

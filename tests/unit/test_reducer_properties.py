@@ -1,4 +1,4 @@
-"""Property tests for the current reducer over random but well-formed histories.
+"""Property tests for every registered reducer (plugins included) over random but well-formed histories.
 
 A history is a drawn sequence of contributions over a small pool of ids and principals, submitted through the
 coordinator on the in-memory ledger with a clock the test moves. Many are refused (an unknown reference, a
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,11 +22,11 @@ from caseboard.coordinator import Coordinator
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import Reason
 from caseboard.projections import Workspaces
-from caseboard.reducers import get_reducer
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+from caseboard.reducers import REDUCERS, Reducer, WorkspaceState, get_reducer
 from tests.unit.board import T0, Board, iso, open_item
 
-REDUCER = get_reducer()
+NAMES = sorted(REDUCERS)
+"""Every registered reducer: each property holds for each (the histories are decided with it current)."""
 REASONS = {reason.value for reason in Reason}
 OBS = ("o1", "o2", "o3", "o4", "o5")
 HYP = ("h1", "h2", "h3")
@@ -290,12 +291,13 @@ class History:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> History:
-    """Draw each contribution against the workspace as it stands, submit it, and record the coordinator's
-    cached projection after each commit."""
+def histories(draw: st.DrawFn, name: str) -> History:
+    """Draw each contribution against the workspace as it stands, submit it with reducer ``name`` current, and
+    record the coordinator's cached projection after each commit."""
+    reducer = get_reducer(name)
     board = Board()
     board.coordinator = Coordinator(
-        board.ledger, Workspaces(board.ledger, snapshot_min=3), clock=board.clock, trust_timestamps=False
+        board.ledger, Workspaces(board.ledger, reducer, snapshot_min=3), clock=board.clock, trust_timestamps=False
     )
     workspaces = board.coordinator.workspaces
     board.ok(
@@ -310,7 +312,7 @@ def histories(draw: st.DrawFn) -> History:
             )
         ],
     )
-    cached = {1: REDUCER.render(workspaces.current(board.workspace_id))}
+    cached = {1: reducer.render(workspaces.current(board.workspace_id))}
     accepted: dict[int, dict[str, Any]] = {}
     for _ in range(draw(st.integers(8, 40), label="contributions")):
         state = workspaces.current(board.workspace_id)
@@ -356,78 +358,99 @@ def histories(draw: st.DrawFn) -> History:
         else:
             assert outcome["workspace_version"] == board.head == head + 1
             accepted[board.head] = outcome
-            cached[board.head] = REDUCER.render(workspaces.current(board.workspace_id))
+            cached[board.head] = reducer.render(workspaces.current(board.workspace_id))
     commits = board.ledger.read(board.workspace_id)
     assert [c.version for c in commits] == list(range(1, len(commits) + 1))
     return History(board, commits, cached)
 
 
-def fold(commits: list[Commit], workspace_id: str = "ws-1") -> Any:
-    return REDUCER.fold(REDUCER.initial(workspace_id), commits)
+def fold(reducer: Reducer[WorkspaceState], commits: list[Commit], workspace_id: str = "ws-1") -> Any:
+    return reducer.fold(reducer.initial(workspace_id), commits)
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_folding_in_two_parts_at_any_point_equals_folding_at_once(history: History) -> None:
-    at_once = REDUCER.render(fold(history.commits))
+@given(st.data())
+def test_folding_in_two_parts_at_any_point_equals_folding_at_once(name: str, drawn: st.DataObject) -> None:
+    reducer = get_reducer(name)
+    history = drawn.draw(histories(name), label="history")
+    at_once = reducer.render(fold(reducer, history.commits))
     for split in range(len(history.commits) + 1):
-        first = fold(history.commits[:split])
-        assert REDUCER.render(REDUCER.fold(first, history.commits[split:])) == at_once, f"split at {split}"
+        first = fold(reducer, history.commits[:split])
+        assert reducer.render(reducer.fold(first, history.commits[split:])) == at_once, f"split at {split}"
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories(), st.data())
-def test_folding_the_rest_on_a_fork_leaves_the_first_part_untouched(history: History, data: st.DataObject) -> None:
+@given(st.data(), st.data())
+def test_folding_the_rest_on_a_fork_leaves_the_first_part_untouched(
+    name: str, drawn: st.DataObject, data: st.DataObject
+) -> None:
+    reducer = get_reducer(name)
+    history = drawn.draw(histories(name), label="history")
     split = data.draw(st.integers(0, len(history.commits)), label="split")
-    first = fold(history.commits[:split])
-    before = REDUCER.render(first)
-    rest = REDUCER.fold(first.fork(), history.commits[split:])
-    assert REDUCER.render(rest) == REDUCER.render(fold(history.commits))
-    assert REDUCER.render(first) == before
+    first = fold(reducer, history.commits[:split])
+    before = reducer.render(first)
+    rest = reducer.fold(first.fork(), history.commits[split:])
+    assert reducer.render(rest) == reducer.render(fold(reducer, history.commits))
+    assert reducer.render(first) == before
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_the_cached_projection_equals_a_fresh_fold_at_every_version(history: History) -> None:
-    fresh = Workspaces(history.board.ledger)
+@given(st.data())
+def test_the_cached_projection_equals_a_fresh_fold_at_every_version(name: str, drawn: st.DataObject) -> None:
+    reducer = get_reducer(name)
+    history = drawn.draw(histories(name), label="history")
+    fresh = Workspaces(history.board.ledger, reducer)
     assert sorted(history.cached) == [c.version for c in history.commits]
     for version, cached in history.cached.items():
         assert fresh.show("ws-1", version) == cached, f"version {version}"
-        assert REDUCER.render(fold(history.commits[:version])) == cached, f"version {version}"
-    assert REDUCER.render(history.board.coordinator.workspaces.current("ws-1")) == history.cached[len(history.commits)]
+        assert reducer.render(fold(reducer, history.commits[:version])) == cached, f"version {version}"
+    assert reducer.render(history.board.coordinator.workspaces.current("ws-1")) == history.cached[len(history.commits)]
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_every_commit_survives_a_json_round_trip(history: History) -> None:
+@given(st.data())
+def test_every_commit_survives_a_json_round_trip(name: str, drawn: st.DataObject) -> None:
+    history = drawn.draw(histories(name), label="history")
     for commit in history.commits:
         assert Commit.model_validate_json(commit.model_dump_json(exclude_none=True)) == commit
         assert Commit.model_validate(json.loads(commit.model_dump_json())) == commit
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_the_snapshot_codec_round_trips_at_every_version(history: History) -> None:
-    state = REDUCER.initial("ws-1")
+@given(st.data())
+def test_the_snapshot_codec_round_trips_at_every_version(name: str, drawn: st.DataObject) -> None:
+    reducer = get_reducer(name)
+    history = drawn.draw(histories(name), label="history")
+    state = reducer.initial("ws-1")
     for commit in history.commits:
-        state = REDUCER.evolve(state, commit)
-        restored = REDUCER.load(json.loads(json.dumps(REDUCER.dump(state))))
-        assert REDUCER.render(restored) == REDUCER.render(state), f"version {commit.version}"
-        assert REDUCER.dump(restored) == REDUCER.dump(state)
+        state = reducer.evolve(state, commit)
+        restored = reducer.load(json.loads(json.dumps(reducer.dump(state))))
+        assert reducer.render(restored) == reducer.render(state), f"version {commit.version}"
+        assert reducer.dump(restored) == reducer.dump(state)
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_a_state_restored_from_a_snapshot_folds_on_like_the_original(history: History) -> None:
-    at_once = REDUCER.render(fold(history.commits))
+@given(st.data())
+def test_a_state_restored_from_a_snapshot_folds_on_like_the_original(name: str, drawn: st.DataObject) -> None:
+    reducer = get_reducer(name)
+    history = drawn.draw(histories(name), label="history")
+    at_once = reducer.render(fold(reducer, history.commits))
     for split in range(1, len(history.commits) + 1):
-        snapshot = json.loads(json.dumps(REDUCER.dump(fold(history.commits[:split]))))
-        assert REDUCER.render(REDUCER.fold(REDUCER.load(snapshot), history.commits[split:])) == at_once
+        snapshot = json.loads(json.dumps(reducer.dump(fold(reducer, history.commits[:split]))))
+        assert reducer.render(reducer.fold(reducer.load(snapshot), history.commits[split:])) == at_once
 
 
+@pytest.mark.parametrize("name", NAMES)
 @PROPERTY_SETTINGS
-@given(histories())
-def test_the_hash_chain_links_every_commit_to_the_one_before(history: History) -> None:
+@given(st.data())
+def test_the_hash_chain_links_every_commit_to_the_one_before(name: str, drawn: st.DataObject) -> None:
+    history = drawn.draw(histories(name), label="history")
     previous: Commit | None = None
     for commit in history.commits:
         assert commit.hash == commit.content_hash()
