@@ -25,6 +25,15 @@ class Settings:
     heartbeat_ms: int = 60_000
     worker_poll_ms: int = 10
     artifact_max_bytes: int = 256 * 1024 * 1024
+    model_url: str | None = None
+    """An OpenAI-compatible endpoint for model-backed participants (``caseboard agent``; docs/participants.md)."""
+    model: str | None = None
+    model_api_key: str | None = None
+    model_timeout_s: int = 30
+    model_retries: int = 2
+    model_calls_per_cycle: int = 12
+    """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
+    model_tokens_per_cycle: int = 40_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -39,6 +48,13 @@ class Settings:
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
             worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
             artifact_max_bytes=_int(env, "CASEBOARD_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024),
+            model_url=env.get("CASEBOARD_MODEL_URL") or None,
+            model=env.get("CASEBOARD_MODEL") or None,
+            model_api_key=env.get("CASEBOARD_MODEL_API_KEY") or None,
+            model_timeout_s=_int(env, "CASEBOARD_MODEL_TIMEOUT_S", 30),
+            model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
+            model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
+            model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
         )
         settings.validate()
         return settings

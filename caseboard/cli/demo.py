@@ -90,6 +90,7 @@ def register(commands: Any) -> None:
     demo.add_argument("--cycles", type=int, default=6, help="with --live: the investigation's cycle budget")
     demo.add_argument("--timeout", type=float, default=60.0, help="with --live: seconds before giving up")
     demo.add_argument("--workspace", help="with --live: the workspace id (default incident-043)")
+    demo.add_argument("--model-url", help="with --live: model-backed participants at this OpenAI-compatible URL")
     demo.set_defaults(handler=cmd_demo)
 
 

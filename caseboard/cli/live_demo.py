@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from caseboard.agent.model import model_from_settings
+from caseboard.agent.plugin import cast as model_cast
 from caseboard.app import App
 from caseboard.coordinator import parse_contribution
 from caseboard.dispatcher.follower import DispatchConfig
@@ -46,7 +48,10 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
         raise CaseboardError(f"{workspace_id} already exists in this ledger; the live demo needs a fresh one")
     store = DispatchStore(app.database_url)
     broker = broker_for(app, in_process=True)
-    host = build_host(app, store, turn_timeout_s=5.0, participants=("scripted",))  # the demo's cast
+    model_url = getattr(args, "model_url", None)
+    host = build_host(app, store, turn_timeout_s=5.0, participants=() if model_url else ("scripted",))
+    if model_url:  # the model-backed cast at that endpoint instead of the scripted one (docs/participants.md)
+        host.participants.update(model_cast(app, model_from_settings(app.settings, url=model_url), host.kinds))
     worker = start_worker(broker, host, threads=2)
     dispatcher = build_dispatcher(app, store, broker, DispatchConfig(poll_s=0.02, redrive_after_s=30.0))
     stop = threading.Event()

@@ -10,7 +10,17 @@ from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
 from caseboard.app import App, build_app
-from caseboard.cli import artifacts_cmds, demo, dispatch_cmds, keys_cmds, ledger_cmds, mcp_cmd, replay_cmds, serve_cmds
+from caseboard.cli import (
+    agent_cmds,
+    artifacts_cmds,
+    demo,
+    dispatch_cmds,
+    keys_cmds,
+    ledger_cmds,
+    mcp_cmd,
+    replay_cmds,
+    serve_cmds,
+)
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.logs import configure_logging
@@ -18,7 +28,7 @@ from caseboard.replay.audit import ChainBroken
 from caseboard.settings import Settings
 
 Handler = Callable[[App, argparse.Namespace], int]
-MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds, mcp_cmd, artifacts_cmds]
+MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds, mcp_cmd, artifacts_cmds, agent_cmds]
 
 
 class Parser(argparse.ArgumentParser):

@@ -202,15 +202,16 @@ LAYERS: dict[str, set[str]] = {
     "client": {"domain"},
     "app": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "keys"},
     "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
+    "agent": {"app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "workers"},
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
-        "replay", "settings", "mcp_server",
+        "replay", "settings", "mcp_server", "agent",
     },
     "mcp_server": {"api", "app", "coordinator", "dispatcher", "domain", "keys", "logs", "projections", "reducers",
                    "replay", "settings"},
     "cli": {
         "api", "app", "coordinator", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs", "mcp_server",
-        "projections", "reducers", "replay", "settings", "workers",
+        "projections", "reducers", "replay", "settings", "workers", "agent",
     },
     "scenarios": set(),
     "__main__": {"cli"},

@@ -1,0 +1,58 @@
+"""``caseboard agent``'s consumers: one role's queues, its model-backed participants, optionally the controller.
+
+The consumer side is the workers' own (``ConsumerHost``: at most once per consumer, duplicates absorbed,
+attempts counted in the database); only the queues differ. An agent declares the queues of its role
+(``caseboard.planner``, ``caseboard.verifier``, ``caseboard.reporter`` or ``caseboard.specialist.<kind>``),
+so it never takes another role's notifications, and, with ``--with-controller``, the snapshot queue the
+controller decides on (docs/adr/0113).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import dramatiq
+
+from caseboard.app import App
+from caseboard.dispatcher.broker import declare_consumer
+from caseboard.dispatcher.notification import specialist_queue
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.workers.controller import Controller
+from caseboard.workers.host import ConsumerHost
+from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS
+from caseboard.workers.runtime import Participant
+
+
+def role_queues(participants: Mapping[str, Participant], with_controller: bool) -> list[str]:
+    queues = []
+    for audience in participants:
+        kind = audience.partition(":")[2]
+        queues.append(specialist_queue(kind) if kind else f"caseboard.{audience}")
+    return [*queues, *(["caseboard.snapshot"] if with_controller else [])]
+
+
+def agent_host(
+    app: App,
+    store: DispatchStore,
+    participants: Mapping[str, Participant],
+    *,
+    with_controller: bool = False,
+    turn_timeout_s: float = 60.0,
+) -> ConsumerHost:
+    controller = None
+    if with_controller:
+        controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+    kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
+    return ConsumerHost(store, app.coordinator(), participants, controller, kinds=kinds)
+
+
+def start_agent(
+    broker: dramatiq.Broker, host: ConsumerHost, queues: list[str], threads: int = 1, poll_ms: int = WORKER_TIMEOUT_MS
+) -> dramatiq.Worker:
+    for queue in queues:
+        declare_consumer(broker, queue, host.handle)
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
+    worker.queue_prefetch = PREFETCH
+    worker.start()
+    return worker

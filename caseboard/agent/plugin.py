@@ -1,0 +1,44 @@
+"""The ``model`` entry point of ``caseboard.participants``: the model-backed cast, configured from settings.
+
+``caseboard worker --participant model`` runs a planner (``planner-1``), a verifier (``verifier-1``), a reporter
+(``reporter-1``) and a specialist per request kind (``log-query-specialist``, ...), each calling the model at
+``CASEBOARD_MODEL_URL``. ``caseboard agent`` runs one role of it in a process of its own.
+"""
+
+from __future__ import annotations
+
+from caseboard.agent.board import Board
+from caseboard.agent.budget import Budget
+from caseboard.agent.model import ModelClient, model_from_settings
+from caseboard.agent.participant import ModelParticipant
+from caseboard.app import App, build_app
+from caseboard.domain.items import Role
+from caseboard.settings import Settings
+from caseboard.workers.scripted import specialist_principal
+
+FIXED = {"planner": "planner-1", "verifier": "verifier-1", "reporter": "reporter-1"}
+
+
+def budget_from(settings: Settings) -> Budget:
+    return Budget(settings.model_calls_per_cycle, settings.model_tokens_per_cycle)
+
+
+def participant(
+    app: App, model: ModelClient, role: Role, principal: str, kinds: tuple[str, ...] = ()
+) -> ModelParticipant:
+    return ModelParticipant(principal, role, model, Board(app), budget_from(app.settings), kinds=kinds)
+
+
+def cast(app: App, model: ModelClient, kinds: tuple[str, ...]) -> dict[str, ModelParticipant]:
+    """The model-backed cast, by the queue audience each serves."""
+    out = {audience: participant(app, model, Role(audience), principal) for audience, principal in FIXED.items()}
+    for kind in kinds:
+        out[f"specialist:{kind}"] = participant(app, model, Role.SPECIALIST, specialist_principal(kind), (kind,))
+    return out
+
+
+def model_participants(kinds: tuple[str, ...]) -> dict[str, ModelParticipant]:
+    """The entry point's factory: the cast on an app and a model of its own, both from the environment."""
+    settings = Settings.from_env()
+    model = model_from_settings(settings)
+    return cast(build_app(settings), model, kinds)

@@ -1,0 +1,134 @@
+"""One notification to completion, with every model call recorded in the ledger.
+
+``take_turn`` asks the participant to decide, submits the reply's items with the judgment of the call that
+produced them and ``expected_version`` set to the version the model was shown, and repeats while the
+participant has a next step (a specialist claims, then reports). Then:
+
+    accepted               the items and their judgment landed in one commit
+    version_conflict       the reply is stale: it is never submitted as if current. The participant reads
+                           what changed and decides again (a new call), at most ``max_attempts`` times; the
+                           superseded call's judgment rides in the next contribution, marked superseded
+    any other refusal      (forbidden, invalid, unknown_reference, ...) or a reply refused before submitting
+                           (malformed, model unavailable): the judgment alone is recorded, with the refusal,
+                           and the participant goes on to its next notification
+
+A judgment recorded alone carries no ``expected_version``: it is bookkeeping about what the model was shown
+(its ``input_workspace_version``), not a claim on the current state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import structlog
+
+from caseboard.agent.participant import Decision, refused
+from caseboard.dispatcher.notification import Notification
+from caseboard.domain.errors import Reason
+from caseboard.domain.items import Role
+
+log = structlog.get_logger("caseboard.agent")
+
+MAX_STEPS = 4
+MAX_ATTEMPTS = 3
+
+
+class Deciding(Protocol):
+    principal: str
+    role: Role
+
+    def decide(self, notification: Notification) -> Decision | None: ...
+
+
+class Submitting(Protocol):
+    def submit(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def take_turn(
+    board: Submitting, participant: Deciding, notification: Notification, *, max_attempts: int = MAX_ATTEMPTS
+) -> list[dict[str, Any]]:
+    """Runs ``participant`` on ``notification``; returns every outcome the coordinator gave."""
+    outcomes: list[dict[str, Any]] = []
+    superseded: list[dict[str, Any]] = []
+
+    def submit(items: list[dict[str, Any]], expected: int | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "workspace_id": notification.workspace_id,
+            "author": {"principal": participant.principal, "role": participant.role.value},
+            "idempotency_key": f"{participant.principal}/{items[-1]['invocation_id']}",
+            "items": items,
+        }
+        if expected is not None:
+            body["expected_version"] = expected
+        outcome = board.submit(body)
+        outcomes.append(outcome)
+        return outcome
+
+    def record_alone(judgments: list[dict[str, Any]]) -> None:
+        if not judgments:
+            return
+        outcome = submit(judgments, None)
+        if not outcome["ok"]:
+            log.error(
+                "judgment_not_recorded",
+                principal=participant.principal,
+                notification_id=notification.id,
+                reason=outcome["reason"],
+                message=outcome["message"],
+            )
+
+    for _ in range(min(MAX_STEPS, getattr(participant, "max_steps", MAX_STEPS))):
+        conflicts = 0
+        while True:
+            decision = participant.decide(notification)
+            if decision is None:
+                record_alone(superseded)
+                return outcomes
+            if decision.refusal is not None:
+                _log_refusal(participant, notification, decision.refusal)
+                record_alone([*superseded, decision.judgment])
+                return outcomes
+            outcome = submit([*superseded, *decision.items, decision.judgment], decision.version)
+            if outcome["ok"]:
+                superseded = []
+                log.info(
+                    "agent_contributed",
+                    principal=participant.principal,
+                    notification_id=notification.id,
+                    workspace_version=outcome["workspace_version"],
+                    shown_version=decision.version,
+                )
+                break
+            refusal: dict[str, Any] = {
+                k: outcome[k] for k in ("reason", "message", "field", "current_version") if k in outcome
+            }
+            if outcome["reason"] == Reason.VERSION_CONFLICT.value:
+                conflicts += 1
+                superseded.append(refused(decision.judgment, {**refusal, "superseded": True}))
+                log.info(
+                    "agent_conflict",
+                    principal=participant.principal,
+                    notification_id=notification.id,
+                    shown_version=decision.version,
+                    current_version=outcome.get("current_version"),
+                    attempt=conflicts,
+                )
+                if conflicts >= max_attempts:
+                    record_alone(superseded)
+                    log.warning("agent_gave_up", principal=participant.principal, notification_id=notification.id)
+                    return outcomes
+                continue
+            _log_refusal(participant, notification, refusal)
+            record_alone([*superseded, refused(decision.judgment, refusal)])
+            return outcomes
+    return outcomes
+
+
+def _log_refusal(participant: Deciding, notification: Notification, refusal: dict[str, Any]) -> None:
+    log.warning(
+        "agent_reply_refused",
+        principal=participant.principal,
+        notification_id=notification.id,
+        reason=refusal["reason"],
+        message=refusal.get("message"),
+    )
