@@ -43,6 +43,7 @@ __all__ = [
     "ProposalRec",
     "QuestionRec",
     "Reducer",
+    "Registry",
     "WorkRec",
     "WorkspaceState",
     "coverage",

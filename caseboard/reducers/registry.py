@@ -4,7 +4,7 @@ An entry point names a ``Reducer`` object (``workspace-rules-v1 = "caseboard.red
 whose ``name`` is the entry point's name. caseboard registers its released reducers in its own pyproject.toml;
 another distribution registers its own the same way, and ``--reducer NAME`` then accepts it everywhere. The
 released reducers are also known without any installed metadata (a checkout on ``PYTHONPATH``), and a plugin
-may not take one of their names.
+may not take one of their names (asking for that name is then a ``ConfigurationError``).
 
 Names are listed without importing anything; a reducer is imported the first time it is asked for, so a
 broken plugin breaks only the commands that use it, with a ``ConfigurationError`` that names it.
@@ -48,12 +48,14 @@ class Registry(Mapping[str, Reducer[Any]]):
         self.group = group
         self.released = dict(released)
         self._targets: dict[str, str] | None = None
+        self._conflicts: dict[str, str] = {}
         self._loaded: dict[str, Reducer[Any]] = {}
         self._guard = threading.Lock()
 
     def refresh(self) -> None:
         with self._guard:
             self._targets = None
+            self._conflicts = {}
             self._loaded = {}
 
     def targets(self) -> dict[str, str]:
@@ -62,12 +64,13 @@ class Registry(Mapping[str, Reducer[Any]]):
             if self._targets is None:
                 targets = dict(self.released)
                 for point in entry_points(group=self.group):
-                    known = targets.get(point.name)
+                    known = self.released.get(point.name)
                     if known is not None and known != point.value:
-                        raise ConfigurationError(
+                        self._conflicts[point.name] = (
                             f"reducer entry point {point.name!r} ({point.value}) takes the name of "
                             f"{known}: a released reducer's name is never reused; choose a new name"
                         )
+                        continue
                     targets[point.name] = point.value
                 self._targets = targets
             return self._targets
@@ -79,6 +82,8 @@ class Registry(Mapping[str, Reducer[Any]]):
         target = self.targets().get(name)
         if target is None:
             raise KeyError(name)
+        if name in self._conflicts:  # the released name is never served by another object
+            raise ConfigurationError(self._conflicts[name])
         try:
             reducer = _load(target)
         except (ImportError, AttributeError) as error:

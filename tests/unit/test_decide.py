@@ -11,7 +11,7 @@ from caseboard.coordinator.decide import decide
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.ledger import open_ledger
-from caseboard.reducers.workspace_rules_v1 import WorkspaceState
+from caseboard.reducers import WorkspaceState
 from tests.conftest import contribution
 
 AT = datetime(2026, 3, 2, 14, 10, tzinfo=UTC)

@@ -1,5 +1,8 @@
-"""The layering of STYLE.md, proved on the source: ``domain`` and ``reducers`` import only the standard
-library, pydantic and each other; and importing any caseboard module does nothing but define things."""
+"""The layering of STYLE.md and DESIGN §2, proved on the source: ``domain`` and ``reducers`` import only the
+standard library, pydantic and each other; every part of caseboard imports only the parts below it (``LAYERS``,
+which follows DESIGN §2's ``domain <- reducers <- projections <- dispatcher, replay, cli, api``); nothing
+outside ``caseboard/reducers`` (tests, benchmarks and scripts included) reaches into a reducer package; and
+importing any caseboard module does nothing but define things."""
 
 from __future__ import annotations
 
@@ -197,6 +200,7 @@ LAYERS: dict[str, set[str]] = {
     "coordinator": {"domain", "ledger", "projections", "reducers"},
     "dispatcher": {"domain", "ledger", "projections", "reducers"},
     "replay": {"domain", "evidence", "ledger", "reducers"},
+    "report": {"domain", "ledger", "projections", "reducers", "replay"},
     "keys": {"domain", "ledger"},
     "evidence": {"domain"},
     "client": {"domain"},
@@ -205,13 +209,13 @@ LAYERS: dict[str, set[str]] = {
     "agent": {"app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "workers"},
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
-        "replay", "settings", "mcp_server", "agent",
+        "replay", "settings", "mcp_server", "agent", "report",
     },
     "mcp_server": {"api", "app", "coordinator", "dispatcher", "domain", "keys", "logs", "projections", "reducers",
                    "replay", "settings"},
     "cli": {
         "api", "app", "coordinator", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs", "mcp_server",
-        "projections", "reducers", "replay", "settings", "workers", "agent",
+        "projections", "reducers", "replay", "settings", "workers", "agent", "report",
     },
     "scenarios": set(),
     "__main__": {"cli"},
@@ -236,20 +240,67 @@ def test_every_part_imports_only_the_parts_below_it() -> None:
     assert violations == []
 
 
+def reaches_into_a_reducer(imported: str) -> bool:
+    """Whether an import names more than the door: ``caseboard.reducers`` (get_reducer, REDUCERS, the Reducer
+    interface, the state's types) and ``caseboard.reducers.base`` are the door; a reducer package, the
+    registry's module or any other module of ``caseboard/reducers`` is inside."""
+    return imported.startswith("caseboard.reducers.") and imported != "caseboard.reducers.base"
+
+
+OUTSIDE = [
+    path
+    for top in ("caseboard", "tests", "benchmarks", "scripts", "examples")
+    for path in sorted((ROOT / top).rglob("*.py"))
+    if not path.is_relative_to(PACKAGE / "reducers") and path != Path(__file__).resolve()
+]
+
+
 def test_nothing_outside_the_reducers_reaches_into_a_reducer_package() -> None:
-    """Other layers use ``caseboard.reducers`` (get_reducer, the Reducer interface, the state's types) only."""
+    """Other layers, the tests, the benchmarks and the scripts use ``caseboard.reducers``'s door only."""
+    assert len(OUTSIDE) > 100
     violations = [
-        f"{module_name(path)} imports {imported} (line {line})"
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if part_of(module_name(path)) != "reducers"
+        f"{path.relative_to(ROOT)} imports {imported} (line {line})"
+        for path in OUTSIDE
         for line, imported in imports_of(path)
-        if imported.startswith("caseboard.reducers.") and imported != "caseboard.reducers.base"
+        if reaches_into_a_reducer(imported)
     ]
     assert violations == []
 
 
+DESIGN_CHAIN = ("domain", "reducers", "projections")
+"""DESIGN §2: ``domain`` (pure) <- ``reducers`` (pure) <- ``projections`` <- ``dispatcher``, ``replay``, ``cli``,
+``api``; only a composition root sees everything."""
+DESIGN_OUTER = ("dispatcher", "replay", "cli", "api")
+COMPOSITION_ROOTS = ("app", "cli", "__main__")
+
+
+def test_the_layers_table_follows_design_section_2() -> None:
+    """Every layer DESIGN §2 names is a part of caseboard with an entry in ``LAYERS``, and the table allows
+    no import against the direction it draws: a layer of the chain sees only the layers before it (and the
+    ledger beside the domain), no layer of the chain sees an outer one, and only a composition root or an
+    entry layer (agent, api, mcp_server, workers) may see the application it composes (``app``)."""
+    for layer in (*DESIGN_CHAIN, *DESIGN_OUTER):
+        assert (PACKAGE / layer).is_dir() and layer in LAYERS, layer
+    for index, layer in enumerate(DESIGN_CHAIN):
+        assert LAYERS[layer] <= {*DESIGN_CHAIN[:index], "ledger"}, layer  # the ledger sits beside the domain
+    for outer in DESIGN_OUTER:  # nothing of the chain, nor the ledger under it, sees an outer layer
+        assert not any(outer in LAYERS[part] for part in (*DESIGN_CHAIN, "ledger")), outer
+    assert {part for part, allowed_parts in LAYERS.items() if "app" in allowed_parts} <= {
+        *COMPOSITION_ROOTS,
+        "agent",
+        "api",
+        "mcp_server",
+        "workers",
+    }
+
+
 def test_the_layer_checks_would_flag_a_reach_into_a_reducer_and_an_upward_import() -> None:
     assert part_of("caseboard.reducers.workspace_rules_v1.render") == "reducers"
+    assert reaches_into_a_reducer("caseboard.reducers.workspace_rules_v1.state")
+    assert reaches_into_a_reducer("caseboard.reducers.registry")
+    assert not reaches_into_a_reducer("caseboard.reducers") and not reaches_into_a_reducer("caseboard.reducers.base")
+    assert any(path.is_relative_to(ROOT / "tests") for path in OUTSIDE)
+    assert not any(path.is_relative_to(PACKAGE / "reducers") for path in OUTSIDE)
     assert "api" not in LAYERS["projections"] and "cli" not in LAYERS["dispatcher"]
     found = {imported for _, imported in imports_of(PACKAGE / "coordinator" / "decide.py")}
     assert "caseboard.reducers" in found

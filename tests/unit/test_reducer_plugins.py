@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from caseboard.domain.errors import ConfigurationError, UnknownReducer
-from caseboard.reducers import GROUP, REDUCERS, RELEASED, Reducer, get_reducer
-from caseboard.reducers.registry import Registry
+from caseboard.reducers import GROUP, REDUCERS, RELEASED, Reducer, Registry, get_reducer
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
