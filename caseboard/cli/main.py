@@ -19,6 +19,7 @@ from caseboard.cli import (
     ledger_cmds,
     mcp_cmd,
     replay_cmds,
+    report_cmds,
     serve_cmds,
 )
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
@@ -29,6 +30,7 @@ from caseboard.settings import Settings
 
 Handler = Callable[[App, argparse.Namespace], int]
 MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds, mcp_cmd, artifacts_cmds, agent_cmds]
+MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
 
 
 class Parser(argparse.ArgumentParser):

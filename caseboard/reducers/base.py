@@ -17,6 +17,18 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True)
+class Cause:
+    """One reason a proposal requires revalidation: the ``version`` that committed a ``material`` change on
+    ``reference`` (a dependency or evidence under one), a ``constraints`` change, or an observation recorded
+    at ``version`` that is ``expired`` (since ``expired_at``)."""
+
+    version: int
+    reference: str
+    kind: str
+    expired_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Reducer(Generic[S]):
     """A released reducer: ``evolve`` takes ownership of the state it is given (fork it to keep it).
 
@@ -30,7 +42,10 @@ class Reducer(Generic[S]):
       observation among them that has expired makes the proposal require revalidation (freshness at use);
     - ``idempotency_slot(principal, key)`` is where the state keeps a principal's idempotency key;
     - ``selected_now(state)`` lists what is selected now, in no particular order, at a cost that follows the
-      size of the selection rather than the history of the workspace.
+      size of the selection rather than the history of the workspace;
+    - ``revalidation_causes(state, proposal, as_of)`` (a method, built from the queries above) names why a
+      proposal requires revalidation: each material change since the version it was last checked against,
+      with the dependency it touched, and each expired observation it rests on.
     """
 
     name: str
@@ -46,6 +61,31 @@ class Reducer(Generic[S]):
     rests_on: Callable[[S, Any], list[str]]
     idempotency_slot: Callable[[str, str], str]
     selected_now: Callable[[S], list[str]]
+
+    def revalidation_causes(self, state: S, proposal: Any, as_of: datetime | None) -> list[Cause]:
+        """Why ``proposal`` requires revalidation in ``state``, as this reducer judges it: the material changes
+        ``review_gaps`` finds since ``proposal.checked_at``, each with the reference of ``rests_on`` it marked
+        (``constraints`` for a change of constraints), then the observations of ``rests_on`` expired at
+        ``as_of``. Empty when nothing does. Reads the marks every released state keeps (``material``,
+        ``constraints_version``, ``observations``); derives nothing the statuses do not already use."""
+        versions = set(self.review_gaps(state, proposal, proposal.checked_at))
+        refs = self.rests_on(state, proposal)
+        material: Any = getattr(state, "material", {})
+        causes = [
+            Cause(material[ref], ref, "material")
+            for ref in dict.fromkeys(refs)
+            if material.get(ref, 0) in versions and material.get(ref, 0) > proposal.checked_at
+        ]
+        constraints = getattr(state, "constraints_version", 0)
+        if constraints in versions and constraints > proposal.checked_at:
+            causes.append(Cause(constraints, "constraints", "constraints"))
+        observations: Any = getattr(state, "observations", {})
+        for ref in dict.fromkeys(refs):
+            obs = observations.get(ref)
+            expires = getattr(obs, "expires_at", None)
+            if expires is not None and as_of is not None and expires <= as_of:
+                causes.append(Cause(getattr(obs, "version", 0), ref, "expired", expires))
+        return sorted(causes, key=lambda cause: (cause.version, cause.reference))
 
     def fold(self, state: S, commits: Iterable[Commit]) -> S:
         for commit in commits:

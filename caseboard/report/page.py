@@ -1,0 +1,65 @@
+"""The auditor's page as one self-contained HTML document: jinja2 (autoescaped) over ``model.Report``, with
+the vendored cytoscape.js (``vendor/``, its licence beside it) and the page's own script and style inlined.
+Nothing is fetched when the page is opened: no CDN, no font, no image."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from caseboard.report.model import Report
+
+PACKAGE = "caseboard.report"
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files(PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(PACKAGE, "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["show"] = show
+    return env
+
+
+def show(value: Any) -> str:
+    """A projection value as a short text (lists joined, mappings as compact JSON, None as a dash)."""
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "[]"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return str(value)
+
+
+def script_json(data: Any) -> str:
+    """JSON safe inside a ``<script type="application/json">`` element (no ``</script>``, no comment opener)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render(report: Report, *, live: dict[str, Any] | None = None) -> str:
+    """The page. ``live`` (the ``/ui/`` route): the URL of this page and the versions its slider offers."""
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        r=report,
+        p=report.projection,
+        live=live,
+        graph_json=script_json(report.graph),
+        cytoscape_js=_asset("vendor/cytoscape.min.js"),
+        page_js=_asset("static/report.js"),
+        page_css=_asset("static/report.css"),
+    )
