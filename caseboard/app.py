@@ -9,7 +9,6 @@ from caseboard.coordinator.service import Coordinator
 from caseboard.dispatcher.wakeup import CommitNotifier
 from caseboard.evidence import ArtifactStore, open_artifact_store
 from caseboard.ledger import EventsourcingLedger, open_ledger
-from caseboard.ledger.postgres import LedgerRecorder
 from caseboard.projections import Workspaces
 from caseboard.settings import Settings
 
@@ -50,7 +49,7 @@ def build_app(settings: Settings, *, database_url: str | None = None) -> App:
     url = database_url or settings.database_url
     ledger = open_ledger(url, pool_size=settings.pool_size)
     app = App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger), database_url=url)
-    if isinstance(ledger.events, LedgerRecorder):  # wake the dispatcher after each commit (ADR 0012)
+    if ledger.capabilities.live:  # wake the dispatcher after each commit (ADR 0012)
         app.notifier = CommitNotifier(url)
-        ledger.events.after_append = app.notifier.wake
+        ledger.after_append(app.notifier.wake)
     return app

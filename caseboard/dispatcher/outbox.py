@@ -1,91 +1,15 @@
-"""The outbox is the ledger's notification log: every commit, in an order no later commit can jump behind.
+"""The outbox the dispatcher follows: the ledger's notification log (``caseboard/ledger/outbox.py``).
 
-A position is ``(tx, notification_id)``. On PostgreSQL ``tx`` is the inserting transaction id and only
-final rows are read (``LedgerRecorder.select_outbox``); on SQLite and in memory commits are appended one at
-a time, so ``rowid`` order is commit order and ``tx`` is always 0.
+The ledger says which outbox it has (``EventsourcingLedger.outbox``): its SQL lives with the ledger.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from caseboard.ledger.base import EventsourcingLedger, Position
+from caseboard.ledger.outbox import START, Outbox, OutboxEntry
 
-from eventsourcing.persistence import ApplicationRecorder, StoredEvent
-from psycopg.sql import SQL, Identifier
-
-from caseboard.domain.commit import Commit
-from caseboard.ledger.base import EventsourcingLedger, decode_commit
-from caseboard.ledger.postgres import LedgerRecorder
-
-Position = tuple[int, int]
-START: Position = (0, 0)
-
-
-@dataclass(frozen=True)
-class OutboxEntry:
-    position: Position
-    commit: Commit
-
-
-class Outbox(Protocol):
-    live: bool
-    """True when commits announce themselves (LISTEN/NOTIFY); otherwise the follower polls."""
-
-    def read(self, after: Position, limit: int) -> list[OutboxEntry]: ...
-    def head(self) -> int: ...
-    def pending(self, after: Position) -> int: ...
-
-
-class PostgresOutbox:
-    live = True
-
-    def __init__(self, recorder: LedgerRecorder) -> None:
-        self.recorder = recorder
-
-    def read(self, after: Position, limit: int) -> list[OutboxEntry]:
-        return [
-            OutboxEntry((tx, nid), decode_commit(stored))
-            for tx, nid, stored in self.recorder.select_outbox(after, limit)
-        ]
-
-    def head(self) -> int:
-        return int(self.recorder.max_notification_id() or 0)
-
-    def pending(self, after: Position) -> int:
-        statement = SQL("SELECT count(*) AS n FROM {}.{} WHERE (tx, notification_id) > (%s::text::xid8, %s)").format(
-            Identifier(self.recorder.datastore.schema), Identifier(self.recorder.events_table_name)
-        )
-        with self.recorder.datastore.get_connection() as conn:
-            row = conn.execute(statement, (str(after[0]), after[1])).fetchone()
-        return int(row["n"]) if row else 0
-
-
-class SequentialOutbox:
-    """SQLite and in-memory recorders: the notification id is the commit order."""
-
-    live = False
-
-    def __init__(self, recorder: ApplicationRecorder) -> None:
-        self.recorder = recorder
-
-    def read(self, after: Position, limit: int) -> list[OutboxEntry]:
-        rows = self.recorder.select_notifications(after[1], limit, inclusive_of_start=False)
-        return [
-            OutboxEntry(
-                (0, row.id),
-                decode_commit(StoredEvent(row.originator_id, row.originator_version, row.topic, row.state)),
-            )
-            for row in rows
-        ]
-
-    def head(self) -> int:
-        return int(self.recorder.max_notification_id() or 0)
-
-    def pending(self, after: Position) -> int:
-        return max(0, self.head() - after[1])
+__all__ = ["START", "Outbox", "OutboxEntry", "Position", "open_outbox"]
 
 
 def open_outbox(ledger: EventsourcingLedger) -> Outbox:
-    if isinstance(ledger.events, LedgerRecorder):
-        return PostgresOutbox(ledger.events)
-    return SequentialOutbox(ledger.events)
+    return ledger.outbox()

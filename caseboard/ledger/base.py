@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eventsourcing.persistence import (
     AggregateRecorder,
@@ -33,6 +33,9 @@ from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, s
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.domain.items import WORKSPACE_ID_PATTERN
 from caseboard.ledger.upcast import upcast_commit
+
+if TYPE_CHECKING:
+    from caseboard.ledger.outbox import Outbox
 
 SNAPSHOT_TOPIC = "caseboard.snapshot"
 SNAPSHOT_FORMAT = 1
@@ -108,6 +111,40 @@ def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int) -
     return Snapshot(version, envelope["data"], head_hash if isinstance(head_hash, str) else None)
 
 
+Position = tuple[int, int]
+"""A place in the notification log: (inserting transaction, notification id) (``outbox.py``)."""
+
+RawRow = tuple[int, str, bytes]
+"""A stored commit row, undecoded: version, topic, stored bytes."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a ledger can do beyond appending and reading, for the layers that choose a path by it."""
+
+    appends_on_loop: bool = False
+    """``append_on_loop`` commits from a coroutine with no thread (PostgreSQL, ADR 0035)."""
+    live: bool = False
+    """Commits announce themselves (``after_append``, LISTEN/NOTIFY) and the outbox reads only final rows."""
+
+
+class NativeRecorder(Protocol):
+    """What caseboard's own recorder (PostgreSQL's ``LedgerRecorder``) offers beyond eventsourcing's
+    application recorder: the group-committed append, on threads and on a loop, the final-rows outbox, and
+    undecoded rows."""
+
+    after_append: Callable[[], None] | None
+
+    def insert_commit(self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None) -> int: ...
+    async def insert_commit_on_loop(
+        self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None
+    ) -> int: ...
+    def select_outbox(self, after: Position, limit: int) -> list[tuple[int, int, StoredEvent]]: ...
+    def count_outbox_after(self, after: Position) -> int: ...
+    def max_notification_id(self) -> int | None: ...
+    def select_rows(self, workspace_id: str, after: int, upto: int | None, limit: int) -> list[RawRow]: ...
+
+
 class Ledger(Protocol):
     def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
     @property
@@ -150,12 +187,50 @@ def decode_commit(stored: StoredEvent) -> Commit:
 
 
 class EventsourcingLedger:
-    def __init__(self, events: ApplicationRecorder, snapshots: AggregateRecorder, closer: Any = None) -> None:
+    def __init__(
+        self,
+        events: ApplicationRecorder,
+        snapshots: AggregateRecorder,
+        closer: Any = None,
+        *,
+        native: NativeRecorder | None = None,
+    ) -> None:
+        """``native``: caseboard's own recorder behind ``events`` when it is one (``stores.py`` knows)."""
         self.events = events
         self.snapshots = snapshots
         self._closer = closer
-        self._insert_commit = getattr(events, "insert_commit", None)  # caseboard's PostgreSQL recorder
-        self._insert_on_loop = getattr(events, "insert_commit_on_loop", None)
+        self._native = native
+        self.capabilities = Capabilities(appends_on_loop=native is not None, live=native is not None)
+
+    def after_append(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` after each append has committed, outside its transaction (the dispatcher's wake-up,
+        ADR 0012); only a ``live`` ledger can."""
+        if self._native is None:
+            raise RuntimeError("this ledger's commits do not announce themselves: poll its outbox")
+        self._native.after_append = wake
+
+    def outbox(self) -> Outbox:
+        """The ledger's notification log, in an order no later commit can jump behind (``outbox.py``)."""
+        from caseboard.ledger.outbox import FinalRowsOutbox, SequentialOutbox
+
+        return FinalRowsOutbox(self._native) if self._native is not None else SequentialOutbox(self.events)
+
+    def raw_rows(
+        self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
+    ) -> Iterator[list[RawRow]]:
+        """The stored rows of a workspace after version ``after``, in version order, a batch at a time,
+        undecoded (for audits that check the stored bytes before anything parses them)."""
+        while True:
+            if self._native is not None:
+                rows = self._native.select_rows(workspace_id, after, upto, batch)
+            else:
+                selected = self._select(workspace_id, gt=after, lte=upto, limit=batch)
+                rows = [(row.originator_version, row.topic, bytes(row.state)) for row in selected]
+            if rows:
+                yield rows
+            if len(rows) < batch:
+                return
+            after = rows[-1][0]
 
     def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
         """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile``, if given,
@@ -163,8 +238,8 @@ class EventsourcingLedger:
         after it landed. When this raises, it may or may not have run. What ``meanwhile`` raises is raised
         here once the commit has landed."""
         try:
-            if self._insert_commit is not None:  # runs meanwhile itself, during the round trip
-                self._insert_commit(commit_row(commit), meanwhile)
+            if self._native is not None:  # runs meanwhile itself, during the round trip
+                self._native.insert_commit(commit_row(commit), meanwhile)
                 return
             self.events.insert_events([encode_commit(commit)])
         except PersistenceError as error:  # IntegrityError included
@@ -175,14 +250,14 @@ class EventsourcingLedger:
     @property
     def appends_on_loop(self) -> bool:
         """``append_on_loop`` needs no thread (PostgreSQL); elsewhere, call ``append`` from a thread."""
-        return self._insert_on_loop is not None
+        return self.capabilities.appends_on_loop
 
     async def append_on_loop(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
         """``append`` for a coroutine on the running event loop, when ``appends_on_loop``."""
-        if self._insert_on_loop is None:
+        if self._native is None:
             raise RuntimeError("this ledger appends from threads only: call append")
         try:
-            await self._insert_on_loop(commit_row(commit), meanwhile)
+            await self._native.insert_commit_on_loop(commit_row(commit), meanwhile)
         except PersistenceError as error:  # IntegrityError included
             raise _append_error(commit, error) from error
 

@@ -6,10 +6,10 @@ the loop's own thread sends the INSERT with libpq's non-blocking calls on a conn
 loop wakes the appender when the socket has the answer.
 
 Appends that arrive while a batch is on its way go together in the next one: group commit, as
-``group_commit.py`` does for threads, without a lock, since everything here runs on the loop's thread. One
-row goes on the prepared statement of ``LedgerRecorder``; several in one multi-row INSERT that skips, rather
-than fails on, a taken (workspace, version). Each caller's ``meanwhile`` runs once its row is sent (or, if a
-batch is on its way, as it queues), and what it raises reaches that caller alone, after its row landed.
+``group_commit.py`` does for threads, without a lock, since everything here runs on the loop's thread. The
+statements and the decoding of their answers are the threads' own (``pg_append.py``). Each caller's
+``meanwhile`` runs once its row is sent (or, if a batch is on its way, as it queues), and what it raises
+reaches that caller alone, after its row landed.
 
 If the connection fails, or the server does not answer a batch within ``ANSWER_TIMEOUT_S``, every caller of
 the batch on its way gets the error (none of its rows may have landed, or all of them: the coordinator
@@ -28,14 +28,12 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from caseboard.ledger import libpq
 from caseboard.ledger.group_commit import _Pending
 from caseboard.ledger.libpq import ANSWER_TIMEOUT_S, NoAnswer
+from caseboard.ledger.pg_append import AppendStatements, Row, answers
 
-Row = tuple[str, int, str, bytes]
 WATCH_S = 0.2
 """How often a batch on its way is looked after (a commit's answer normally comes within milliseconds)."""
-TYPES = (25, 20, 25, 17)  # text, bigint, text, bytea: the row's columns, sent in binary
 
 
 class _Waiting(_Pending[Row]):
@@ -47,9 +45,8 @@ class _Waiting(_Pending[Row]):
 
 
 class LoopAppender:
-    """Group commit on one event loop. ``connect`` gives a connection with the one-row statement prepared
-    as ``prepared``; ``insert`` is the INSERT up to its ``VALUES``; ``landed`` is called after each batch
-    that committed rows."""
+    """Group commit on one event loop. ``connect`` gives a connection with ``statements``' one-row INSERT
+    prepared; ``landed`` is called after each batch that committed rows."""
 
     def __init__(
         self,
@@ -57,8 +54,7 @@ class LoopAppender:
         connect: Callable[[], psycopg.Connection[Any]],
         release: Callable[[psycopg.Connection[Any]], None],
         *,
-        prepared: bytes,
-        insert: bytes,
+        statements: AppendStatements,
         landed: Callable[[], None],
         max_batch: int = 64,
         answer_timeout_s: float = ANSWER_TIMEOUT_S,
@@ -66,8 +62,7 @@ class LoopAppender:
         self.loop = loop
         self._connect = connect
         self._release = release
-        self._prepared = prepared
-        self._insert = insert
+        self._statements = statements
         self._landed = landed
         self._max_batch = max_batch
         self._conn: psycopg.Connection[Any] | None = None
@@ -108,12 +103,7 @@ class LoopAppender:
         del self._queue[: self._max_batch]
         try:
             pgconn = conn.pgconn
-            params = [param for waiting in batch for param in libpq.commit_params(waiting.row)]
-            if len(batch) == 1:
-                pgconn.send_query_prepared(self._prepared, params, libpq.BINARY)
-            else:
-                statement = self._batch_statement(len(batch))
-                pgconn.send_query_params(statement, params, TYPES * len(batch), libpq.BINARY * len(batch))
+            self._statements.send(pgconn, [waiting.row for waiting in batch])
             self._fd = pgconn.socket
             if pgconn.flush():
                 self.loop.add_writer(self._fd, self._flush)
@@ -246,16 +236,6 @@ class LoopAppender:
             self.loop.remove_writer(self._fd)
             self._fd = -1
 
-    def _batch_statement(self, size: int) -> bytes:
-        values = b", ".join(b"($%d, $%d, $%d, $%d)" % (4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4) for i in range(size))
-        return (
-            self._insert
-            + b"VALUES "
-            + values
-            + b" ON CONFLICT (originator_id, originator_version) DO NOTHING "
-            + b"RETURNING originator_id, originator_version, notification_id"
-        )
-
 
 def _connection_error(results: Sequence[Any]) -> psycopg.Error:
     """The error of a batch whose connection closed as it was answered: the server's message if it sent one."""
@@ -270,17 +250,4 @@ def _answers(batch: Sequence[_Waiting], results: Sequence[Any]) -> list[int | No
     """Per row: its notification id, or None when its version was taken. Raises the statement's error."""
     if not results:
         raise psycopg.OperationalError("the server sent no result")
-    result = results[0]
-    if len(batch) == 1:
-        if result.status == pq.ExecStatus.TUPLES_OK:
-            return [int(result.get_value(0, 0))]
-        if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
-            return [None]
-        libpq.raise_for(result)
-    if result.status != pq.ExecStatus.TUPLES_OK:
-        libpq.raise_for(result)
-    inserted = {
-        (result.get_value(i, 0).decode(), int(result.get_value(i, 1))): int(result.get_value(i, 2))
-        for i in range(result.ntuples)
-    }
-    return [inserted.get((w.row[0], w.row[1])) for w in batch]
+    return answers([waiting.row for waiting in batch], results[0])

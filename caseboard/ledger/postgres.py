@@ -25,41 +25,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
-from psycopg import pq
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Composed, Identifier
+from psycopg.sql import SQL, Identifier
 
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger import libpq
 from caseboard.ledger.connections import GuardedDatastore, connection_failed
 from caseboard.ledger.group_commit import GroupCommit
 from caseboard.ledger.loop_append import LoopAppender
+from caseboard.ledger.pg_append import AppendStatements, Row, answers, prepare
 
-_Row = tuple[str, int, str, bytes]
-
-
-APPEND_NAME = "caseboard_append"
-"""The writer connection's prepared INSERT of one commit (a name psycopg's own ``_pg3_*`` never takes)."""
-
-
-def _insert_prepared(pgconn: Any, row: _Row, meanwhile: Callable[[], None]) -> int | None:
-    """One commit on the writer's prepared statement (``caseboard/ledger/libpq.py``): its notification id,
-    or None when its version is taken. ``meanwhile`` runs once the statement is sent, while the server
-    works."""
-    pgconn.send_query_prepared(APPEND_NAME.encode(), libpq.commit_params(row), libpq.BINARY)
-    libpq.send(pgconn)
-    meanwhile()
-    result = libpq.receive(pgconn)
-    if result.status == pq.ExecStatus.TUPLES_OK:
-        return int(result.get_value(0, 0))
-    if libpq.sqlstate(result) == "23505":  # unique_violation: the (workspace, version) is taken
-        return None
-    libpq.raise_for(result)
+_Row = Row
 
 
 def _landed(row: _Row, notification_id: int | None) -> int:
@@ -94,30 +75,24 @@ class LedgerRecorder(PostgresApplicationRecorder):
         )
         self._insert = insert
         self.append_statement = insert + SQL("VALUES (%s, %s, %s, %s) RETURNING notification_id")
+        self.statements = AppendStatements(insert.as_bytes(None))
         self.outbox_statement = SQL(
             "SELECT tx::text::bigint AS tx, notification_id, originator_id, originator_version, topic, state "
             "FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s) "
             "AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, notification_id LIMIT %s"
         ).format(schema=schema, table=table)
-        self._batch_sql: dict[int, str] = {}
+        self.outbox_count_statement = SQL(
+            "SELECT count(*) AS n FROM {schema}.{table} WHERE (tx, notification_id) > (%s::text::xid8, %s)"
+        ).format(schema=schema, table=table)
+        self.rows_statement = SQL(
+            "SELECT originator_version, topic, state FROM {schema}.{table} WHERE originator_id = %s "
+            "AND originator_version > %s AND originator_version <= %s ORDER BY originator_version LIMIT %s"
+        ).format(schema=schema, table=table)
         self.group = GroupCommit[_Row](self._flush)
         self._writer: psycopg.Cursor[tuple[Any, ...]] | None = None
         self._on_loop: LoopAppender | None = None
-        self.prepare_append_statement = (  # the same INSERT, in PREPARE's own placeholders
-            SQL("PREPARE {name} (text, bigint, text, bytea) AS ").format(name=Identifier(APPEND_NAME))
-            + insert
-            + SQL("VALUES ($1, $2, $3, $4) RETURNING notification_id")
-        )
         self.after_append: Callable[[], None] | None = None
         """Called after each append has committed, outside its transaction (the dispatcher's wake-up)."""
-
-    def batch_statement(self, size: int) -> Composed:
-        """``size`` commits in one INSERT; a row whose (workspace, version) is taken is skipped, not fatal."""
-        values = SQL(", ").join([SQL("(%s, %s, %s, %s)")] * size)
-        return self._insert + SQL(
-            "VALUES {values} ON CONFLICT (originator_id, originator_version) DO NOTHING "
-            "RETURNING originator_id, originator_version, notification_id"
-        ).format(values=values)
 
     def select_outbox(self, after: tuple[int, int], limit: int) -> list[tuple[int, int, StoredEvent]]:
         """Commits after position ``(tx, notification_id)`` that are final: no row can later commit behind
@@ -135,6 +110,26 @@ class LedgerRecorder(PostgresApplicationRecorder):
             )
             for row in rows
         ]
+
+    def count_outbox_after(self, after: tuple[int, int]) -> int:
+        """How many commits lie after position ``(tx, notification_id)``, final or not."""
+        try:
+            with self.datastore.get_connection() as conn:
+                row = conn.execute(self.outbox_count_statement, (str(after[0]), after[1])).fetchone()
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the outbox could not be read: {error}") from error
+        return int(row["n"]) if row else 0
+
+    def select_rows(self, workspace_id: str, after: int, upto: int | None, limit: int) -> list[tuple[int, str, bytes]]:
+        """A workspace's rows (version, topic, stored bytes) after ``after``, selected directly: none of the
+        generic recorder's per-row objects."""
+        last = upto if upto is not None else 2**62
+        try:
+            with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+                rows = cursor.execute(self.rows_statement, (workspace_id, after, last, limit)).fetchall()
+        except (psycopg.Error, PersistenceError) as error:  # the pool's connect failure arrives wrapped
+            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
+        return cast("list[tuple[int, str, bytes]]", rows)  # bigint, text, bytea: int, str, bytes
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         rows: list[_Row] = [(str(e.originator_id), e.originator_version, e.topic, e.state) for e in stored_events]
@@ -165,23 +160,18 @@ class LedgerRecorder(PostgresApplicationRecorder):
             self.after_append()
 
     def _flush(self, rows: Sequence[_Row], meanwhile: Callable[[], None]) -> list[int | None]:
-        """One group-commit batch: one row on the prepared INSERT through libpq, several as one multi-row
-        INSERT that skips the rows whose (workspace, version) is taken. One statement, one transaction, one
-        WAL flush. ``meanwhile`` (the leader's own work) runs while a single row is on its way; for a batch,
-        the group commit runs it afterwards.
+        """One group-commit batch in one statement, one transaction, one WAL flush (``pg_append.py``).
+        ``meanwhile`` (the leader's own work) runs once the batch is sent, while the server works.
 
         Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
         its own: no pool checkout, no cursor and no row dict built per commit."""
         cursor = self._writer_cursor()
         try:
-            if len(rows) == 1:
-                return [_insert_prepared(cursor.connection.pgconn, rows[0], meanwhile)]
-            sql = self._batch_sql.get(len(rows))
-            if sql is None:
-                sql = self._batch_sql[len(rows)] = self.batch_statement(len(rows)).as_string(cursor.connection)
-            cursor.execute(sql, [value for row in rows for value in row], prepare=True)
-            inserted = {(r[0], r[1]): int(r[2]) for r in cursor.fetchall()}
-            return [inserted.get((row[0], row[1])) for row in rows]
+            pgconn = cursor.connection.pgconn
+            self.statements.send(pgconn, rows)
+            libpq.send(pgconn)
+            meanwhile()
+            return answers(rows, libpq.receive(pgconn))
         except psycopg.Error as error:
             if connection_failed(error):
                 self._release_thread_writer(error)  # the connection is gone: the next batch takes a fresh one
@@ -196,9 +186,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
         """A connection of the pool's, kept by a writer, with the one-row INSERT prepared on it."""
         conn = self.connections.getconn()
         try:
-            prepared = conn.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", (APPEND_NAME,))
-            if prepared.fetchone() is None:  # a connection a writer had before keeps its statement
-                conn.execute(self.prepare_append_statement)
+            prepare(conn, self.statements)  # a connection a writer had before keeps its statement
         except BaseException as error:
             self.connections.putconn(conn, error)
             raise
@@ -224,8 +212,7 @@ class LedgerRecorder(PostgresApplicationRecorder):
                 loop,
                 self._writer_connection,
                 self.connections.putconn,
-                prepared=APPEND_NAME.encode(),
-                insert=self._insert.as_bytes(None),
+                statements=self.statements,
                 landed=self._appended,
             )
         return appender

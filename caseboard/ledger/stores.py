@@ -124,4 +124,4 @@ def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int, *
         events.release_writer()
         datastore.close()
 
-    return EventsourcingLedger(events, snapshots, close)
+    return EventsourcingLedger(events, snapshots, close, native=events)

@@ -15,16 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-from eventsourcing.persistence import PersistenceError
-from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
 from pydantic import ValidationError
 
 from caseboard.domain.commit import COMMIT_TOPIC, Commit
-from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.domain.errors import CaseboardError
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.ledger.postgres import LedgerRecorder
 from caseboard.ledger.upcast import upcast_commit
 
 BATCH = 5000
@@ -90,48 +85,13 @@ def ledger_records(
     ledger: EventsourcingLedger, workspace_id: str, upto: int | None = None, batch: int = BATCH, *, after: int = 0
 ) -> Iterator[list[RawRecord]]:
     """The stored rows of a workspace after version ``after`` in version order, a batch at a time, undecoded."""
-    if isinstance(ledger.events, LedgerRecorder):
-        yield from _postgres_rows(ledger.events, workspace_id, upto, batch, after)
-        return
-    while True:
-        rows = ledger.events.select_events(workspace_id, gt=after, lte=upto, limit=batch)
-        out = []
-        for row in rows:
-            if row.topic != COMMIT_TOPIC:
-                raise UnreadableRecord(f"{workspace_id} row {row.originator_version}", f"topic {row.topic!r}")
-            out.append(RawRecord(row.originator_version, bytes(row.state), workspace_id, keyed=True))
-        if out:
-            yield out
-        if len(rows) < batch:
-            return
-        after = rows[-1].originator_version
-
-
-def _postgres_rows(
-    recorder: LedgerRecorder, workspace_id: str, upto: int | None, batch: int, after: int = 0
-) -> Iterator[list[RawRecord]]:
-    """Rows selected directly (version and bytes only), skipping the generic recorder's per-row objects."""
-    query = SQL(
-        "SELECT originator_version, topic, state FROM {schema}.{table} WHERE originator_id = %s "
-        "AND originator_version > %s AND originator_version <= %s ORDER BY originator_version LIMIT %s"
-    ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
-    last = upto if upto is not None else 2**62
-    while True:
-        try:
-            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-                rows = cursor.execute(query, (workspace_id, after, last, batch)).fetchall()
-        except (psycopg.Error, PersistenceError) as error:  # the pool's connect failure arrives wrapped
-            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
+    for rows in ledger.raw_rows(workspace_id, after, upto, batch):
         out = []
         for version, topic, state in rows:
             if topic != COMMIT_TOPIC:
                 raise UnreadableRecord(f"{workspace_id} row {version}", f"topic {topic!r}")
             out.append(RawRecord(version, state, workspace_id, keyed=True))
-        if out:
-            yield out
-        if len(rows) < batch:
-            return
-        after = rows[-1][0]
+        yield out
 
 
 def read_file(path: Path) -> Iterator[Commit]:
