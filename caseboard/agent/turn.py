@@ -7,7 +7,10 @@ participant has a next step (a specialist claims, then reports). Then:
     accepted               the items and their judgment landed in one commit
     version_conflict       the reply is stale: it is never submitted as if current. The participant reads
                            what changed and decides again (a new call), at most ``max_attempts`` times; the
-                           superseded call's judgment rides in the next contribution, marked superseded
+                           superseded call's judgment rides in the next contribution, marked superseded. A
+                           turn that loses every race records the superseded judgments alone and raises
+                           ``dramatiq.Retry``: the broker hands the notification back later (the consumer's
+                           attempt budget bounds how often)
     any other refusal      (forbidden, invalid, unknown_reference, ...) or a reply refused before submitting
                            (malformed, model unavailable): the judgment alone is recorded, with the refusal,
                            and the participant goes on to its next notification
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import dramatiq
 import structlog
 
 from caseboard.agent.participant import Decision, refused
@@ -30,7 +34,9 @@ from caseboard.domain.items import Role
 log = structlog.get_logger("caseboard.agent")
 
 MAX_STEPS = 4
-MAX_ATTEMPTS = 3
+MAX_ATTEMPTS = 5
+RETRY_DELAY_MS = 500
+"""A turn that lost ``MAX_ATTEMPTS`` races in a row is handed back to the broker, to be taken again this late."""
 
 
 class Deciding(Protocol):
@@ -115,8 +121,11 @@ def take_turn(
                 )
                 if conflicts >= max_attempts:
                     record_alone(superseded)
-                    log.warning("agent_gave_up", principal=participant.principal, notification_id=notification.id)
-                    return outcomes
+                    log.warning("agent_turn_starved", principal=participant.principal, notification_id=notification.id)
+                    raise dramatiq.Retry(
+                        f"{participant.principal} lost {conflicts} races on {notification.id}: take it again later",
+                        delay=RETRY_DELAY_MS,
+                    )
                 continue
             _log_refusal(participant, notification, refusal)
             record_alone([*superseded, refused(decision.judgment, refusal)])
@@ -125,7 +134,8 @@ def take_turn(
 
 
 def _log_refusal(participant: Deciding, notification: Notification, refusal: dict[str, Any]) -> None:
-    log.warning(
+    quiet = refusal["reason"] == "nothing_to_contribute"  # an empty answer is an answer, not a fault
+    (log.info if quiet else log.warning)(
         "agent_reply_refused",
         principal=participant.principal,
         notification_id=notification.id,

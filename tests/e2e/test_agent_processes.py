@@ -1,0 +1,133 @@
+"""End to end on PostgreSQL and Redis: three ``caseboard agent`` processes (planner with the controller,
+specialists, verifier) backed by the test suite's model server carry incident-042's work to an outcome within
+its budget; every contribution of theirs carries its judgment, an auditor lists them, and the export replays
+with every socket refused to what ``show`` gives at every version."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from caseboard.cli.live_demo import open_item
+from caseboard.cli.main import main
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.ledger import open_ledger
+from tests.e2e.procs import Cluster, poll
+from tests.fake_model_server import FakeModel
+from tests.integration.test_agent_live_loop import MODEL_ROLES, replayed_offline, shows
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+WS = "incident-042"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+
+
+def status_of(url: str) -> str | None:
+    ledger = open_ledger(url)
+    try:
+        state = Coordinator(ledger).workspaces.show(WS)
+    finally:
+        ledger.close()
+    return None if state["status"] == "investigating" else str(state["status"])
+
+
+def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome(
+    cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = cluster.database_url
+    with FakeModel() as fake:
+        model = {"CASEBOARD_MODEL_URL": fake.url, "CASEBOARD_MODEL": "fake-model-1"}
+        agents = [
+            cluster.spawn(
+                "agent",
+                "--role",
+                "planner",
+                "--principal",
+                "planner-1",
+                "--with-controller",
+                "--turn-timeout",
+                "20",
+                "--tick",
+                "0.5",
+                **model,
+            ),
+            cluster.spawn(
+                "agent",
+                "--role",
+                "specialist",
+                "--principal",
+                "specialist",
+                "--kind",
+                "log_query",
+                "--kind",
+                "change_calendar",
+                "--kind",
+                "certificate_check",
+                "--threads",
+                "2",
+                **model,
+            ),
+            cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", **model),
+        ]
+        cluster.spawn("dispatch", "--poll", "0.1")
+        ledger = open_ledger(url)
+        try:
+            body = {
+                "workspace_id": WS,
+                "author": {"principal": "oncall-operator", "role": "operator"},
+                "items": [open_item(6)],
+            }
+            assert Coordinator(ledger).submit(parse_contribution(body))["ok"]
+        finally:
+            ledger.close()
+        outcome = poll("an outcome", lambda: status_of(url), timeout=180, every=0.5)
+        for proc in agents:
+            assert proc.poll() is None, cluster.logs[proc.pid].read_text()[-2000:]
+    assert outcome == "human_review_required"
+    ledger = open_ledger(url)
+    try:
+        commits = ledger.read(WS)
+    finally:
+        ledger.close()
+    theirs = [c for c in commits if c.author.role.value in MODEL_ROLES]
+    assert {c.author.principal for c in theirs} >= {
+        "planner-1",
+        "verifier-1",
+        "log-query-specialist",
+        "change-calendar-specialist",
+        "certificate-check-specialist",
+    }
+    for commit in theirs:
+        assert commit.items[-1].type == "judgment", commit.summary()
+    final = json.loads(shows(url, WS, len(commits), capsys)[str(len(commits))])
+    assert [h["status"] for h in final["hypotheses"]] == ["confirmed"]
+    assert final["cycles_used"] <= 6
+    listed = subprocess.run(
+        [sys.executable, "-m", "caseboard", "judgments", WS, "--format", "json"],
+        env=cluster.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    entries = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(entries) == sum(1 for c in commits for i in c.items if i.type == "judgment") == len(fake.requests)
+    for entry in entries:
+        assert entry["model"] == "fake-model-1" and entry["usage"]["total_tokens"] > 0
+        assert entry["latency_ms"] >= 0 and 1 <= entry["input_workspace_version"] < entry["workspace_version"]
+    assert main(["--database-url", url, "export", WS, "--out", str(tmp_path / "run.jsonl")]) == 0
+    capsys.readouterr()
+    expected = shows(url, WS, len(commits), capsys)
+    assert replayed_offline(tmp_path / "run.jsonl", len(commits), tmp_path) == expected
