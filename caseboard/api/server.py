@@ -8,7 +8,15 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from caseboard.api import routes_artifacts, routes_events, routes_judgments, routes_ops, routes_read, routes_write
+from caseboard.api import (
+    routes_artifacts,
+    routes_events,
+    routes_judgments,
+    routes_ops,
+    routes_read,
+    routes_ui,
+    routes_write,
+)
 from caseboard.api.docs_assets import serve_docs_offline
 from caseboard.api.errors import ApiError, on_api_error, on_caseboard_error, on_validation_error
 from caseboard.api.fast_path import CaseboardAPI
@@ -64,6 +72,7 @@ def create_app(
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops, routes_artifacts, routes_judgments):
         api.include_router(module.router)
+    api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules
 
