@@ -8,17 +8,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import TypeAdapter
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.items import Item
+from caseboard.domain.items import REGISTRY, Item
 from caseboard.projections.contract import Projection
 
 
 def generate() -> dict[str, dict[str, Any]]:
+    union = list(get_args(get_args(Item)[0]))
+    declared = [entry.model for entry in REGISTRY]
+    if union != declared:  # one declaration per item type: the union lists the registry's models, in order
+        raise ValueError(f"the Item union ({union}) and caseboard.domain.items.REGISTRY ({declared}) disagree")
     return {
         "contribution.schema.json": Contribution.model_json_schema(),
         "item.schema.json": TypeAdapter(Item).json_schema(),

@@ -1,14 +1,17 @@
 """The rules for each item type: who may submit it, what it may refer to, what it may change.
 
 ``check_item`` raises ``Refused`` or returns the coordinator's decision for the item (selection, a claim's
-generation and lease, an escalation), which is recorded in the commit next to the item.
+generation and lease, an escalation), which is recorded in the commit next to the item. Who may submit each
+type is the registry's (``caseboard.domain.items.ITEMS``); each type's rule is registered here with
+``@rule(Model)`` under the registry's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NoReturn, assert_never
+from typing import Any, NoReturn, TypeVar
 
 from caseboard.coordinator.attention import Room
 from caseboard.domain import items as it
@@ -28,28 +31,6 @@ class Unresolved(Refused):
     citations through the store and decides again (a coordinator without a store refuses it as it stands)."""
 
 
-ROLES: dict[str, frozenset[Role]] = {
-    "open": frozenset({Role.OPERATOR}),
-    "observation": frozenset({Role.SPECIALIST, Role.REPORTER}),
-    "hypothesis": frozenset({Role.PLANNER}),
-    "link": frozenset({Role.PLANNER, Role.SPECIALIST}),
-    "question": frozenset({Role.PLANNER, Role.SPECIALIST, Role.REPORTER}),
-    "answer": frozenset({Role.PLANNER, Role.SPECIALIST}),
-    "proposal": frozenset({Role.PLANNER}),
-    "review": frozenset({Role.PLANNER, Role.OPERATOR}),
-    "work_request": frozenset({Role.PLANNER, Role.CONTROLLER}),
-    "work_claim": frozenset({Role.SPECIALIST, Role.VERIFIER}),
-    "work_renew": frozenset(Role),
-    "work_result": frozenset(Role),
-    "work_reclaim": frozenset({Role.CONTROLLER, Role.OPERATOR}),
-    "verification": frozenset({Role.VERIFIER}),
-    "selection": frozenset({Role.CONTROLLER, Role.OPERATOR}),
-    "judgment": frozenset(Role),
-    "cycle": frozenset({Role.CONTROLLER}),
-    "status": frozenset({Role.CONTROLLER, Role.OPERATOR}),
-    "reopen": frozenset({Role.OPERATOR}),
-    "constraints": frozenset({Role.OPERATOR}),
-}
 CONTROLLER_STATUSES = frozenset({"evidence_incomplete", "budget_exhausted", "human_review_required"})
 ESCALATION = "human_review_required"
 DONE = ("completed", "failed", "incomplete")
@@ -58,6 +39,48 @@ DONE = ("completed", "failed", "incomplete")
 
 def refuse(reason: Reason, path: str, message: str, **details: Any) -> NoReturn:
     raise Refused(reason, f"{path}: {message}", field=path, **details)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an item's rule reads besides the item: the state it is checked on, the contribution carrying it,
+    its path (``items[0]``), the commit's time, the reducer that folded the state and the cited excerpts."""
+
+    state: WorkspaceState
+    contribution: Contribution
+    path: str
+    at: datetime
+    reducer: Reducer[WorkspaceState]
+    citations: Citations | None
+
+    @property
+    def role(self) -> Role:
+        return self.contribution.author.role
+
+    @property
+    def principal(self) -> str:
+        return self.contribution.author.principal
+
+
+Rule = Callable[[Any, Context], Decision]
+RULES: dict[str, Rule] = {}
+"""The coordinator's rule for each item type, by the stored name of the registry (``caseboard.domain.items``);
+tests/unit/test_item_registry.py holds it to the registry."""
+_NAMES = {entry.model: entry.name for entry in it.REGISTRY}
+
+ItemT = TypeVar("ItemT", bound=it.Frozen)
+
+
+def rule(model: type[ItemT]) -> Callable[[Callable[[ItemT, Context], Decision]], Callable[[ItemT, Context], Decision]]:
+    """Register the decorated function as the rule of ``model``'s item type."""
+
+    def register(check: Callable[[ItemT, Context], Decision]) -> Callable[[ItemT, Context], Decision]:
+        name = _NAMES[model]
+        assert name not in RULES, f"two rules for {name!r}"
+        RULES[name] = check
+        return check
+
+    return register
 
 
 def check_item(
@@ -69,158 +92,221 @@ def check_item(
     reducer: Reducer[WorkspaceState],
     citations: Citations | None = None,
 ) -> Decision:
-    role, principal = contribution.author.role, contribution.author.principal
-    if role not in ROLES[item.type]:
-        allowed = ", ".join(sorted(ROLES[item.type]))
-        refuse(Reason.FORBIDDEN, path, f"a {role.value} may not submit a {item.type!r} item (allowed: {allowed})")
-    match item:
-        case it.Open():
-            return {}
-        case it.Observation():
-            if role is Role.REPORTER and not item.derived_from:
-                refuse(
-                    Reason.FORBIDDEN,
-                    f"{path}.derived_from",
-                    "a reporter's observation is a summary and must name what it is derived_from",
-                )
-            return _observation(state, item, path, reducer, citations)
-        case it.Hypothesis():
-            _new_id(state, item.id, f"{path}.id")
-            _refs(state, item.supporting_evidence, {"observation"}, f"{path}.supporting_evidence")
-            _refs(state, item.challenging_evidence, {"observation"}, f"{path}.challenging_evidence")
-            room = Room(state, reducer, keep=item.challenging_evidence)
-            room.admit(item.id, must_stay=True, what="hypothesis", counts=True)
-            if room.holds(item.id):
-                for obs in item.challenging_evidence:
-                    _keep_contradiction(room, obs, item.id)
-            return room.decision()
-        case it.Link():
-            _refs(state, [item.observation], {"observation"}, f"{path}.observation")
-            _refs(state, [item.hypothesis], {"hypothesis"}, f"{path}.hypothesis")
-            if item.relation == "challenges":
-                room = Room(state, reducer, keep=(item.observation,))
-                if room.live(item.hypothesis):
-                    room.admit(item.hypothesis, must_stay=True, what="challenged hypothesis")
-                    _keep_contradiction(room, item.observation, item.hypothesis)
-                return room.decision()
-            return {}
-        case it.Question():
-            _new_id(state, item.id, f"{path}.id")
-            if item.about is not None:
-                _refs(state, [item.about], {"hypothesis", "observation", "proposal"}, f"{path}.about")
-            _limit(state.open_questions, state.limits["max_open_questions"], "max_open_questions", path)
-            return {}
-        case it.Answer():
-            _refs(state, [item.question], {"question"}, f"{path}.question")
-            _refs(state, item.evidence, {"observation", "work_request"}, f"{path}.evidence")
-            question = state.questions[item.question]
-            if question.answered_version is not None:
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.question",
-                    f"question {item.question!r} was already answered at version {question.answered_version}",
-                )
-            return {}
-        case it.Proposal():
-            _new_id(state, item.id, f"{path}.id")
-            if item.based_on_workspace_version > state.version:
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.based_on_workspace_version",
-                    f"basis {item.based_on_workspace_version} is beyond the current version {state.version}",
-                )
-            _refs(state, item.depends_on, {"hypothesis", "observation", "proposal"}, f"{path}.depends_on")
-            _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
-            return {}
-        case it.Review():
-            return _review(state, contribution, item, path, at, reducer)
-        case it.WorkRequest():
-            _new_id(state, item.request_id, f"{path}.request_id")
-            if state.status == "budget_exhausted":
-                refuse(Reason.LIMIT_EXCEEDED, path, "the investigation budget is exhausted: no new work is scheduled")
-            _limit(state.pending_work, state.limits["max_pending_work"], "max_pending_work", path)
-            return {}
-        case it.WorkClaim():
-            return _claim(state, principal, item, path, at)
-        case it.WorkRenew():
-            _holder(state, principal, item.request_id, item.generation, path)
-            return {"generation": item.generation, "lease_expires_at": lease_expiry(at, item.lease_s)}
-        case it.WorkResult():
-            _holder(state, principal, item.request_id, item.generation, path)
-            decision = {"generation": item.generation}
-            if state.status == "closed":
-                decision["late_arrival"] = True
-            if item.observation is not None:
-                _merge(decision, _observation(state, item.observation, f"{path}.observation", reducer, citations))
-            return decision
-        case it.WorkReclaim():
-            request = _request(state, item.request_id, f"{path}.request_id")
-            if request.status != "claimed":
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.request_id",
-                    f"request {item.request_id!r} is {request.status}, not claimed: nothing to reclaim",
-                )
-            return {"fenced_generation": request.generation, "fenced_holder": request.holder}
-        case it.Verification():
-            _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
-            check = _request(state, item.check, f"{path}.check")
-            _check_settles(check, item, f"{path}.check")
-            if state.hypotheses[item.claim].author == principal:
-                refuse(
-                    Reason.FORBIDDEN, f"{path}.claim", f"{principal!r} authored {item.claim!r} and may not verify it"
-                )
-            return {}
-        case it.Selection():
-            return _selection(state, item, path)
-        case it.Judgment():
-            _new_id(state, item.invocation_id, f"{path}.invocation_id")
-            if item.input_workspace_version > state.version:
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.input_workspace_version",
-                    f"version {item.input_workspace_version} is beyond the current version {state.version}",
-                )
-            _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
-            return {}
-        case it.Cycle():
-            if state.status == "budget_exhausted" or state.cycles_used >= state.limits["max_investigation_cycles"]:
-                refuse(
-                    Reason.LIMIT_EXCEEDED,
-                    path,
-                    f"all {state.limits['max_investigation_cycles']} investigation cycles are used",
-                )
-            if item.number != state.cycles_used + 1:
-                refuse(
-                    Reason.INVALID, f"{path}.number", f"the next cycle is {state.cycles_used + 1}, not {item.number}"
-                )
-            return {"cycles_used": item.number, "cycles_left": state.limits["max_investigation_cycles"] - item.number}
-        case it.StatusChange():
-            if role is Role.CONTROLLER and item.to.value not in CONTROLLER_STATUSES:
-                refuse(
-                    Reason.FORBIDDEN,
-                    f"{path}.to",
-                    f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; "
-                    f"{item.to.value!r} is an operator's",
-                )
-            return {"from": state.status}
-        case it.Reopen():
-            if state.status not in ("closed", "budget_exhausted"):
-                refuse(
-                    Reason.INVALID, path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}"
-                )
-            return {"from": state.status}
-        case it.Constraints():
-            if item.scope is not None and item.scope.tenant_id != state.scope.get("tenant_id"):
-                refuse(
-                    Reason.INVALID,
-                    f"{path}.scope.tenant_id",
-                    f"a workspace stays in the tenant it was opened in ({state.scope.get('tenant_id')!r}); "
-                    "open a new workspace in the other tenant instead",
-                )
-            return {}
-        case _:
-            assert_never(item)
+    role = contribution.author.role
+    allowed = it.ROLES[item.type]
+    if role not in allowed:
+        names = ", ".join(sorted(allowed))
+        refuse(Reason.FORBIDDEN, path, f"a {role.value} may not submit a {item.type!r} item (allowed: {names})")
+    return RULES[item.type](item, Context(state, contribution, path, at, reducer, citations))
+
+
+@rule(it.Open)
+def _open(item: it.Open, c: Context) -> Decision:
+    return {}
+
+
+@rule(it.Observation)
+def _observation_item(item: it.Observation, c: Context) -> Decision:
+    if c.role is Role.REPORTER and not item.derived_from:
+        refuse(
+            Reason.FORBIDDEN,
+            f"{c.path}.derived_from",
+            "a reporter's observation is a summary and must name what it is derived_from",
+        )
+    return _observation(c.state, item, c.path, c.reducer, c.citations)
+
+
+@rule(it.Hypothesis)
+def _hypothesis(item: it.Hypothesis, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _new_id(state, item.id, f"{path}.id")
+    _refs(state, item.supporting_evidence, {"observation"}, f"{path}.supporting_evidence")
+    _refs(state, item.challenging_evidence, {"observation"}, f"{path}.challenging_evidence")
+    room = Room(state, c.reducer, keep=item.challenging_evidence)
+    room.admit(item.id, must_stay=True, what="hypothesis", counts=True)
+    if room.holds(item.id):
+        for obs in item.challenging_evidence:
+            _keep_contradiction(room, obs, item.id)
+    return room.decision()
+
+
+@rule(it.Link)
+def _link(item: it.Link, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _refs(state, [item.observation], {"observation"}, f"{path}.observation")
+    _refs(state, [item.hypothesis], {"hypothesis"}, f"{path}.hypothesis")
+    if item.relation == "challenges":
+        room = Room(state, c.reducer, keep=(item.observation,))
+        if room.live(item.hypothesis):
+            room.admit(item.hypothesis, must_stay=True, what="challenged hypothesis")
+            _keep_contradiction(room, item.observation, item.hypothesis)
+        return room.decision()
+    return {}
+
+
+@rule(it.Question)
+def _question(item: it.Question, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _new_id(state, item.id, f"{path}.id")
+    if item.about is not None:
+        _refs(state, [item.about], {"hypothesis", "observation", "proposal"}, f"{path}.about")
+    _limit(state.open_questions, state.limits["max_open_questions"], "max_open_questions", path)
+    return {}
+
+
+@rule(it.Answer)
+def _answer(item: it.Answer, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _refs(state, [item.question], {"question"}, f"{path}.question")
+    _refs(state, item.evidence, {"observation", "work_request"}, f"{path}.evidence")
+    question = state.questions[item.question]
+    if question.answered_version is not None:
+        refuse(
+            Reason.INVALID,
+            f"{path}.question",
+            f"question {item.question!r} was already answered at version {question.answered_version}",
+        )
+    return {}
+
+
+@rule(it.Proposal)
+def _proposal(item: it.Proposal, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _new_id(state, item.id, f"{path}.id")
+    if item.based_on_workspace_version > state.version:
+        refuse(
+            Reason.INVALID,
+            f"{path}.based_on_workspace_version",
+            f"basis {item.based_on_workspace_version} is beyond the current version {state.version}",
+        )
+    _refs(state, item.depends_on, {"hypothesis", "observation", "proposal"}, f"{path}.depends_on")
+    _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
+    return {}
+
+
+@rule(it.Review)
+def _review_item(item: it.Review, c: Context) -> Decision:
+    return _review(c.state, c.contribution, item, c.path, c.at, c.reducer)
+
+
+@rule(it.WorkRequest)
+def _work_request(item: it.WorkRequest, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _new_id(state, item.request_id, f"{path}.request_id")
+    if state.status == "budget_exhausted":
+        refuse(Reason.LIMIT_EXCEEDED, path, "the investigation budget is exhausted: no new work is scheduled")
+    _limit(state.pending_work, state.limits["max_pending_work"], "max_pending_work", path)
+    return {}
+
+
+@rule(it.WorkClaim)
+def _work_claim(item: it.WorkClaim, c: Context) -> Decision:
+    return _claim(c.state, c.principal, item, c.path, c.at)
+
+
+@rule(it.WorkRenew)
+def _work_renew(item: it.WorkRenew, c: Context) -> Decision:
+    _holder(c.state, c.principal, item.request_id, item.generation, c.path)
+    return {"generation": item.generation, "lease_expires_at": lease_expiry(c.at, item.lease_s)}
+
+
+@rule(it.WorkResult)
+def _work_result(item: it.WorkResult, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _holder(state, c.principal, item.request_id, item.generation, path)
+    decision: Decision = {"generation": item.generation}
+    if state.status == "closed":
+        decision["late_arrival"] = True
+    if item.observation is not None:
+        _merge(decision, _observation(state, item.observation, f"{path}.observation", c.reducer, c.citations))
+    return decision
+
+
+@rule(it.WorkReclaim)
+def _work_reclaim(item: it.WorkReclaim, c: Context) -> Decision:
+    request = _request(c.state, item.request_id, f"{c.path}.request_id")
+    if request.status != "claimed":
+        refuse(
+            Reason.INVALID,
+            f"{c.path}.request_id",
+            f"request {item.request_id!r} is {request.status}, not claimed: nothing to reclaim",
+        )
+    return {"fenced_generation": request.generation, "fenced_holder": request.holder}
+
+
+@rule(it.Verification)
+def _verification(item: it.Verification, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
+    check = _request(state, item.check, f"{path}.check")
+    _check_settles(check, item, f"{path}.check")
+    if state.hypotheses[item.claim].author == c.principal:
+        refuse(Reason.FORBIDDEN, f"{path}.claim", f"{c.principal!r} authored {item.claim!r} and may not verify it")
+    return {}
+
+
+@rule(it.Selection)
+def _selection_item(item: it.Selection, c: Context) -> Decision:
+    return _selection(c.state, item, c.path)
+
+
+@rule(it.Judgment)
+def _judgment(item: it.Judgment, c: Context) -> Decision:
+    state, path = c.state, c.path
+    _new_id(state, item.invocation_id, f"{path}.invocation_id")
+    if item.input_workspace_version > state.version:
+        refuse(
+            Reason.INVALID,
+            f"{path}.input_workspace_version",
+            f"version {item.input_workspace_version} is beyond the current version {state.version}",
+        )
+    _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
+    return {}
+
+
+@rule(it.Cycle)
+def _cycle(item: it.Cycle, c: Context) -> Decision:
+    state, path = c.state, c.path
+    if state.status == "budget_exhausted" or state.cycles_used >= state.limits["max_investigation_cycles"]:
+        refuse(
+            Reason.LIMIT_EXCEEDED,
+            path,
+            f"all {state.limits['max_investigation_cycles']} investigation cycles are used",
+        )
+    if item.number != state.cycles_used + 1:
+        refuse(Reason.INVALID, f"{path}.number", f"the next cycle is {state.cycles_used + 1}, not {item.number}")
+    return {"cycles_used": item.number, "cycles_left": state.limits["max_investigation_cycles"] - item.number}
+
+
+@rule(it.StatusChange)
+def _status(item: it.StatusChange, c: Context) -> Decision:
+    if c.role is Role.CONTROLLER and item.to.value not in CONTROLLER_STATUSES:
+        refuse(
+            Reason.FORBIDDEN,
+            f"{c.path}.to",
+            f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; {item.to.value!r} is an operator's",
+        )
+    return {"from": c.state.status}
+
+
+@rule(it.Reopen)
+def _reopen(item: it.Reopen, c: Context) -> Decision:
+    if c.state.status not in ("closed", "budget_exhausted"):
+        refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {c.state.status}")
+    return {"from": c.state.status}
+
+
+@rule(it.Constraints)
+def _constraints(item: it.Constraints, c: Context) -> Decision:
+    tenant = c.state.scope.get("tenant_id")
+    if item.scope is not None and item.scope.tenant_id != tenant:
+        refuse(
+            Reason.INVALID,
+            f"{c.path}.scope.tenant_id",
+            f"a workspace stays in the tenant it was opened in ({tenant!r}); "
+            "open a new workspace in the other tenant instead",
+        )
+    return {}
 
 
 def _new_id(state: WorkspaceState, item_id: str, path: str) -> None:

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, Field
 
 from caseboard.domain.contribution import Author, IdempotencyKey
-from caseboard.domain.items import Frozen, Id, Item
+from caseboard.domain.items import ITEMS, Frozen, Id, Item
 
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
@@ -131,16 +131,5 @@ def _iso(moment: datetime) -> str:
 
 
 def describe(item: Item) -> str:
-    for field in ("id", "request_id", "invocation_id", "proposal", "question"):
-        value = getattr(item, field, None)
-        if isinstance(value, str):
-            return f"{item.type} {value}"
-    if item.type == "link":
-        return f"link {item.observation} {item.relation} {item.hypothesis}"
-    if item.type == "status":
-        return f"status {item.to}"
-    if item.type == "verification":
-        return f"verification {item.claim} {item.result}"
-    if item.type == "cycle":
-        return f"cycle {item.number}"
-    return item.type
+    """The item in a commit's summary, as its type declares it (``caseboard.domain.items.ITEMS``)."""
+    return ITEMS[item.type].describe(item)

@@ -7,8 +7,10 @@ stored name of the item: it is written into the ledger and must never change for
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AwareDatetime,
@@ -643,25 +645,72 @@ Item = Annotated[
     Field(discriminator="type"),
 ]
 
-ITEM_TYPES: tuple[str, ...] = (
-    "open",
-    "observation",
-    "hypothesis",
-    "link",
-    "question",
-    "answer",
-    "proposal",
-    "review",
-    "work_request",
-    "work_claim",
-    "work_renew",
-    "work_result",
-    "work_reclaim",
-    "verification",
-    "selection",
-    "judgment",
-    "cycle",
-    "status",
-    "reopen",
-    "constraints",
+
+def _by(field: str) -> Callable[[Any], str]:
+    """An item described by its type and one of its ids: ``hypothesis hyp-1``, ``review prop-1``."""
+    return lambda item: f"{item.type} {getattr(item, field)}"
+
+
+def _type_only(item: Any) -> str:
+    return str(item.type)
+
+
+@dataclass(frozen=True)
+class ItemType:
+    """One item type of the contract, declared once: its model, the roles that may submit it and how a commit's
+    summary names it. The coordinator's rule for it is registered under the same name
+    (``caseboard/coordinator/item_rules.py``: ``RULES``), and tests/unit/test_item_registry.py holds the
+    registry, the ``Item`` union, the rules and schemas/ to one another (docs/architecture.md, "Adding an item
+    type")."""
+
+    model: type[Frozen]
+    roles: frozenset[Role]
+    describe: Callable[[Any], str] = _type_only
+    """The item in a commit's summary (``items`` of a version conflict's ``since``, the log): short, no text."""
+
+    @property
+    def name(self) -> str:
+        """The stored name: the model's ``type`` literal."""
+        return str(get_args(self.model.model_fields["type"].annotation)[0])
+
+
+ANY_ROLE = frozenset(Role)
+REGISTRY: tuple[ItemType, ...] = (
+    ItemType(Open, frozenset({Role.OPERATOR})),
+    ItemType(Observation, frozenset({Role.SPECIALIST, Role.REPORTER}), _by("id")),
+    ItemType(Hypothesis, frozenset({Role.PLANNER}), _by("id")),
+    ItemType(
+        Link,
+        frozenset({Role.PLANNER, Role.SPECIALIST}),
+        lambda item: f"link {item.observation} {item.relation} {item.hypothesis}",
+    ),
+    ItemType(Question, frozenset({Role.PLANNER, Role.SPECIALIST, Role.REPORTER}), _by("id")),
+    ItemType(Answer, frozenset({Role.PLANNER, Role.SPECIALIST}), _by("question")),
+    ItemType(Proposal, frozenset({Role.PLANNER}), _by("id")),
+    ItemType(Review, frozenset({Role.PLANNER, Role.OPERATOR}), _by("proposal")),
+    ItemType(WorkRequest, frozenset({Role.PLANNER, Role.CONTROLLER}), _by("request_id")),
+    ItemType(WorkClaim, frozenset({Role.SPECIALIST, Role.VERIFIER}), _by("request_id")),
+    ItemType(WorkRenew, ANY_ROLE, _by("request_id")),  # the holder's, whatever its role
+    ItemType(WorkResult, ANY_ROLE, _by("request_id")),
+    ItemType(WorkReclaim, frozenset({Role.CONTROLLER, Role.OPERATOR}), _by("request_id")),
+    ItemType(Verification, frozenset({Role.VERIFIER}), lambda item: f"verification {item.claim} {item.result}"),
+    ItemType(Selection, frozenset({Role.CONTROLLER, Role.OPERATOR})),
+    ItemType(Judgment, ANY_ROLE, _by("invocation_id")),  # about the submitter's own invocation
+    ItemType(Cycle, frozenset({Role.CONTROLLER}), lambda item: f"cycle {item.number}"),
+    ItemType(StatusChange, frozenset({Role.CONTROLLER, Role.OPERATOR}), lambda item: f"status {item.to.value}"),
+    ItemType(Reopen, frozenset({Role.OPERATOR})),
+    ItemType(Constraints, frozenset({Role.OPERATOR})),
 )
+"""Every item type of contract v1, in the contract's order. The ``Item`` union above lists the same models."""
+
+ITEMS: dict[str, ItemType] = {entry.name: entry for entry in REGISTRY}
+"""The registry by stored name."""
+ITEM_TYPES: tuple[str, ...] = tuple(ITEMS)
+"""The stored names, in the contract's order."""
+ROLES: dict[str, frozenset[Role]] = {name: entry.roles for name, entry in ITEMS.items()}
+"""Who may submit each item type (the coordinator refuses anyone else ``forbidden``)."""
+
+
+def describe(item: Item) -> str:
+    """The item in a commit's summary, as its type declares."""
+    return ITEMS[item.type].describe(item)
