@@ -26,12 +26,13 @@ from caseboard.evidence.model import (
     BLOCK,
     DEFAULT_MAX_BYTES,
     DEFAULT_MEDIA_TYPE,
+    LINE_STEP,
     ArtifactMeta,
     ArtifactNotFound,
     RangeOutside,
     Stored,
 )
-from caseboard.evidence.scan import Intake, cut, facts, start_block
+from caseboard.evidence.scan import Intake, cut_lines, facts, line_start
 
 PARTIAL_MAX_AGE_S = 24 * 3600
 META_CACHE = 4096
@@ -43,7 +44,8 @@ class FileArtifactStore:
         self.max_bytes = max_bytes
         self.partial = root / ".partial"
         self.partial.mkdir(parents=True, exist_ok=True)
-        self._metas: dict[Path, tuple[tuple[int, int, int], ArtifactMeta]] = {}
+        self._metas: dict[str, tuple[tuple[int, int, int], ArtifactMeta]] = {}
+        self._where: dict[tuple[str, str], tuple[str, str]] = {}
         self._sweep()
 
     def _sweep(self) -> None:
@@ -55,12 +57,24 @@ class FileArtifactStore:
             except OSError:
                 pass  # another process took it away
 
+    def _locate(self, tenant_id: str, artifact_id: str) -> tuple[str, str]:
+        """The paths of an artifact's bytes and metadata, as strings (a read's hot path builds no ``Path``)."""
+        key = (tenant_id, artifact_id)
+        found = self._where.get(key)
+        if found is None:
+            if ARTIFACT_ID_RE.fullmatch(artifact_id) is None:
+                raise ArtifactNotFound(artifact_id)
+            hexdigest = artifact_id.removeprefix("sha256:")
+            folder = os.path.join(self.root, quote(tenant_id, safe=""), hexdigest[:2])
+            found = (os.path.join(folder, hexdigest), os.path.join(folder, f"{hexdigest}.json"))
+            if len(self._where) >= META_CACHE:
+                self._where.clear()
+            self._where[key] = found
+        return found
+
     def _paths(self, tenant_id: str, artifact_id: str) -> tuple[Path, Path]:
-        if ARTIFACT_ID_RE.fullmatch(artifact_id) is None:
-            raise ArtifactNotFound(artifact_id)
-        hexdigest = artifact_id.removeprefix("sha256:")
-        folder = self.root / quote(tenant_id, safe="") / hexdigest[:2]
-        return folder / hexdigest, folder / f"{hexdigest}.json"
+        blob, meta = self._locate(tenant_id, artifact_id)
+        return Path(blob), Path(meta)
 
     def put(
         self,
@@ -104,6 +118,7 @@ class FileArtifactStore:
             stored_by=stored_by,
             stored_at=datetime.now(UTC),
             block_lines=tuple(intake.block_lines),
+            step_lines=tuple(intake.step_lines),
         )
         created = self._write_meta(meta_path, meta, replace=existing is not None)
         return Stored(meta if created else self.meta(tenant_id, intake.artifact_id), created=created)
@@ -111,6 +126,8 @@ class FileArtifactStore:
     def _write_meta(self, path: Path, meta: ArtifactMeta, *, replace: bool) -> bool:
         temp = self.partial / f"{uuid.uuid4().hex}.json"
         record: dict[str, Any] = {**meta.public(), "block_lines": list(meta.block_lines)}
+        if meta.step_lines:  # docs/adr/0083
+            record.update(line_step=meta.line_step, step_lines=list(meta.step_lines))
         try:
             temp.write_text(json.dumps(record), encoding="utf-8")
             if replace:
@@ -124,22 +141,23 @@ class FileArtifactStore:
         finally:
             temp.unlink(missing_ok=True)
 
-    def _read_meta(self, path: Path) -> ArtifactMeta | None:
+    def _read_meta(self, path: str | Path) -> ArtifactMeta | None:
         """The metadata in ``path``, from a cache checked against the file's inode and mtime (a metadata
         file is only ever replaced whole, by a rename)."""
+        key = str(path)
         try:
-            stat = path.stat()
+            stat = os.stat(key)
         except FileNotFoundError:
             return None
         stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        cached = self._metas.get(path)
+        cached = self._metas.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        meta = self._load_meta(path)
+        meta = self._load_meta(Path(key))
         if meta is not None:
             if len(self._metas) >= META_CACHE:
                 self._metas.clear()
-            self._metas[path] = (stamp, meta)
+            self._metas[key] = (stamp, meta)
         return meta
 
     @staticmethod
@@ -160,10 +178,12 @@ class FileArtifactStore:
             stored_at=datetime.fromisoformat(record["stored_at"]),
             block_lines=tuple(record["block_lines"]),
             removed_at=datetime.fromisoformat(removed) if removed else None,
+            line_step=record.get("line_step", LINE_STEP),
+            step_lines=tuple(record.get("step_lines", ())),  # absent in metadata written before ADR 0083
         )
 
     def meta(self, tenant_id: str, artifact_id: str) -> ArtifactMeta:
-        meta = self._read_meta(self._paths(tenant_id, artifact_id)[1])
+        meta = self._read_meta(self._locate(tenant_id, artifact_id)[1])
         if meta is None:
             raise ArtifactNotFound(artifact_id)
         if meta.removed_at is not None:
@@ -191,12 +211,13 @@ class FileArtifactStore:
         return self._cut(meta, span)
 
     def _cut(self, meta: ArtifactMeta, span: Span) -> Iterator[bytes]:
-        if span.unit == "bytes":  # straight to the range
-            blob = self._paths(meta.tenant_id, meta.artifact_id)[0]
-            return _read_range(self._open(blob, meta.artifact_id), span.first, span.last + 1 - span.first)
-        block = start_block(span, meta.block_lines)
-        blocks = self._blocks(self._paths(meta.tenant_id, meta.artifact_id)[0], meta.artifact_id, block)
-        return cut(span, blocks, block, meta.block_lines)
+        if span.unit == "bytes":  # straight to the range: one open, then pread
+            blob = self._locate(meta.tenant_id, meta.artifact_id)[0]
+            return _pread(blob, meta.artifact_id, span.first, span.last + 1 - span.first)
+        offset, newlines = line_start(span.first, *meta.line_index())
+        blob = self._locate(meta.tenant_id, meta.artifact_id)[0]
+        pieces = _pread_growing(_open_fd(blob, meta.artifact_id), offset, meta.size - offset)
+        return cut_lines(span.first, span.last, newlines, pieces)
 
     def list(self, tenant_id: str) -> list[ArtifactMeta]:
         folder = self.root / quote(tenant_id, safe="")
@@ -235,9 +256,48 @@ def _read_blocks(handle: Any, start: int) -> Iterator[bytes]:
             yield data
 
 
-def _read_range(handle: Any, offset: int, length: int) -> Iterator[bytes]:
-    with handle:
-        handle.seek(offset)
-        while length > 0 and (data := handle.read(min(length, BLOCK))):
+def _open_fd(blob: str, artifact_id: str) -> int:
+    try:
+        return os.open(blob, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ArtifactNotFound(artifact_id, removed=True) from None
+
+
+def _pread(blob: str, artifact_id: str, offset: int, length: int) -> Iterator[bytes]:
+    """``length`` bytes of ``blob`` from ``offset``: read at once when they fit in a block (the file is
+    closed before this returns), else block by block as the caller iterates."""
+    fd = _open_fd(blob, artifact_id)
+    if length > BLOCK:
+        return _pread_blocks(fd, offset, length)
+    try:
+        data = os.pread(fd, length, offset)
+        if len(data) < length:  # a regular file reads short only at its end, or when interrupted
+            data += b"".join(_pread_blocks(os.dup(fd), offset + len(data), length - len(data)))
+    finally:
+        os.close(fd)
+    return iter((data,))
+
+
+def _pread_blocks(fd: int, offset: int, length: int) -> Iterator[bytes]:
+    try:
+        while length > 0 and (data := os.pread(fd, min(length, BLOCK), offset)):
+            offset += len(data)
             length -= len(data)
             yield data
+    finally:
+        os.close(fd)
+
+
+def _pread_growing(fd: int, offset: int, length: int) -> Iterator[bytes]:
+    """Up to ``length`` bytes from ``offset`` in pieces of ``2 * LINE_STEP`` bytes (the line looked for begins
+    in the first ``LINE_STEP``), doubling up to ``BLOCK``: a few lines cost one small read, a long range few
+    large ones."""
+    size = 2 * LINE_STEP
+    try:
+        while length > 0 and (data := os.pread(fd, min(length, size), offset)):
+            offset += len(data)
+            length -= len(data)
+            size = min(size * 2, BLOCK)
+            yield data
+    finally:
+        os.close(fd)

@@ -19,7 +19,10 @@ from caseboard.domain.errors import CaseboardError
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 BLOCK = 1024 * 1024
-"""Artifacts are kept in blocks of this many bytes (rows in PostgreSQL); the line index has one entry per block."""
+"""Artifacts are kept in blocks of this many bytes (rows in PostgreSQL)."""
+LINE_STEP = 16 * 1024
+"""The line index has one entry per this many bytes (docs/adr/0083): a line excerpt reads from at most this far
+before its first line. A divisor of ``BLOCK``."""
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 
 
@@ -52,7 +55,9 @@ class RangeOutside(ArtifactError):
 
 @dataclass(frozen=True, slots=True)
 class ArtifactMeta:
-    """What is recorded with an artifact. ``block_lines[k]`` is the number of newlines before block k."""
+    """What is recorded with an artifact. ``block_lines[k]`` is the number of newlines before block k;
+    ``step_lines[k]`` before byte ``k * line_step`` (docs/adr/0083; empty for an artifact stored before that
+    index, whose line excerpts then start from its block)."""
 
     artifact_id: str
     tenant_id: str
@@ -64,11 +69,18 @@ class ArtifactMeta:
     stored_at: datetime
     block_lines: tuple[int, ...] = ()
     removed_at: datetime | None = None
+    line_step: int = LINE_STEP
+    step_lines: tuple[int, ...] = ()
+
+    def line_index(self) -> tuple[int, tuple[int, ...]]:
+        """(bytes per entry, newlines before each entry's byte): the fine index, or the blocks' one."""
+        return (self.line_step, self.step_lines) if self.step_lines else (BLOCK, self.block_lines)
 
     def public(self) -> dict[str, Any]:
         """The metadata as shown to callers (JSON)."""
         shown = asdict(self)
-        del shown["block_lines"]
+        for index in ("block_lines", "line_step", "step_lines"):
+            del shown[index]
         shown["stored_at"] = self.stored_at.isoformat().replace("+00:00", "Z")
         shown["removed_at"] = self.removed_at.isoformat().replace("+00:00", "Z") if self.removed_at else None
         return shown

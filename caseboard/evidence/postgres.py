@@ -5,7 +5,8 @@ bytes, one row per block of ``BLOCK`` bytes, keyed by an upload id (``blob``). A
 as they stream in and the metadata row last, all in one transaction: a killed upload rolls back and leaves
 nothing, and no more than one block is in this process's memory. Of two uploads of the same bytes, the
 metadata insert of the second waits for the first and then finds the row (``ON CONFLICT DO NOTHING``), so it
-rolls its blocks back and returns the first's artifact. Reads fetch one block per query.
+rolls its blocks back and returns the first's artifact. A read fetches one block per query; an excerpt's
+first query checks the artifact and brings the start of its range (docs/adr/0083).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from caseboard.evidence.model import (
     BLOCK,
     DEFAULT_MAX_BYTES,
     DEFAULT_MEDIA_TYPE,
+    LINE_STEP,
     ArtifactMeta,
     ArtifactNotFound,
     RangeOutside,
     Stored,
 )
-from caseboard.evidence.scan import Intake, cut, facts, start_block
+from caseboard.evidence.scan import Intake, cut_lines, facts, line_start
 
 COLUMNS = (
     "artifact_id, tenant_id, media_type, size, lines, source_system, stored_by, stored_at, block_lines, removed_at"
@@ -48,7 +50,12 @@ CREATE TABLE IF NOT EXISTS {artifacts} (
 CREATE TABLE IF NOT EXISTS {blocks} (
     blob uuid NOT NULL, seq integer NOT NULL, data bytea NOT NULL, PRIMARY KEY (blob, seq));
 ALTER TABLE {blocks} ALTER COLUMN data SET STORAGE EXTERNAL;
+ALTER TABLE {artifacts} ADD COLUMN IF NOT EXISTS line_step integer, ADD COLUMN IF NOT EXISTS step_lines bigint[];
 """
+# line_step, step_lines: the line index of docs/adr/0083, NULL in rows stored before it (their line excerpts
+# start from the block)
+INDEX_CACHE = 256
+"""Line indexes kept in memory, by artifact id (an index is a function of the bytes, so it never goes stale)."""
 # EXTERNAL: blocks are stored out of line without compression (bundles are often compressed already, and
 # pglz on 1 MiB blocks costs more CPU than the upload itself)
 
@@ -64,6 +71,14 @@ class PostgresArtifactStore:
         self.artifacts = Identifier(schema, "caseboard_artifacts")
         self.blocks = Identifier(schema, "caseboard_artifact_blocks")
         self._idle: list[psycopg.Connection[Any]] = []
+        self._indexes: dict[str, tuple[int, tuple[int, ...]]] = {}
+        self._excerpt_query = SQL(
+            "SELECT a.size, a.lines, a.removed_at, a.blob, substring(b.data from %s for %s) FROM {t} AS a"
+            " LEFT JOIN {b} AS b ON b.blob = a.blob AND b.seq = %s WHERE a.tenant_id = %s AND a.artifact_id = %s"
+        ).format(t=self.artifacts, b=self.blocks)
+        self._piece_query = SQL("SELECT substring(data from %s for %s) FROM {} WHERE blob = %s AND seq = %s").format(
+            self.blocks
+        )
         self._guard = threading.Lock()
         with self._connect() as conn:
             conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
@@ -126,7 +141,8 @@ class PostgresArtifactStore:
             row = cursor.execute(
                 SQL(
                     "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
-                    " stored_by, stored_at, block_lines) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s)"
+                    " stored_by, stored_at, block_lines, line_step, step_lines)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s, %s, %s)"
                     " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
                     " media_type = excluded.media_type, source_system = excluded.source_system,"
                     " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
@@ -142,6 +158,8 @@ class PostgresArtifactStore:
                     source_system,
                     stored_by,
                     intake.block_lines,
+                    LINE_STEP,
+                    intake.step_lines,
                 ),
             ).fetchone()
             if row is None:
@@ -171,19 +189,99 @@ class PostgresArtifactStore:
             return self._row(conn, tenant_id, artifact_id)[0]
 
     def _stream(self, tenant_id: str, artifact_id: str, span: Span | None) -> Iterator[bytes]:
+        if span is not None:
+            return self._excerpt(tenant_id, artifact_id, span)
         conn = self._checkout()
         try:
-            meta, blob = self._row(conn, tenant_id, artifact_id)
-            if span is not None and not span.inside(meta.size, meta.lines):
-                raise RangeOutside(artifact_id, span, meta.size, meta.lines)
+            blob = self._row(conn, tenant_id, artifact_id)[1]
         except BaseException:
             self._checkin(conn)
             raise
-        if span is not None and span.unit == "bytes":
-            return self._range(conn, blob, span.first, span.last + 1)
-        start = 0 if span is None else start_block(span, meta.block_lines)
-        blocks = self._blocks(conn, blob, start)
-        return blocks if span is None else cut(span, blocks, start, meta.block_lines)
+        return self._blocks(conn, blob, 0)
+
+    def _excerpt(self, tenant_id: str, artifact_id: str, span: Span) -> Iterator[bytes]:
+        """One query checks the artifact (tenant, retention, range) and brings the range's first piece: the
+        bytes asked for up to their block's end, or, for lines, up to ``2 * LINE_STEP`` bytes from the line
+        index's entry before the first line (docs/adr/0083); further pieces follow one query each."""
+        if ARTIFACT_ID_RE.fullmatch(artifact_id) is None:
+            raise ArtifactNotFound(artifact_id)
+        conn = self._checkout()
+        try:
+            if span.unit == "bytes":
+                offset, newlines, end = span.first, 0, span.last + 1
+            else:
+                offset, newlines = line_start(span.first, *self._line_index(conn, tenant_id, artifact_id))
+                end = None
+            seq, within = divmod(offset, BLOCK)
+            want = BLOCK - within if end is None else end - offset
+            length = min(want, BLOCK - within, 2 * LINE_STEP if end is None else BLOCK)
+            row = conn.execute(
+                self._excerpt_query,
+                (within + 1, length, seq, tenant_id, artifact_id),
+                prepare=True,
+                binary=True,
+            ).fetchone()
+            if row is None:
+                raise ArtifactNotFound(artifact_id)
+            size, lines, removed, blob, data = row
+            if removed is not None:
+                raise ArtifactNotFound(artifact_id, removed=True)
+            if not span.inside(size, lines):
+                raise RangeOutside(artifact_id, span, size, lines)
+            first = b"" if data is None else bytes(data)
+            if end is not None and offset + len(first) >= end:
+                self._checkin(conn)  # the whole range came with the check
+                return iter((first,))
+        except BaseException:
+            self._checkin(conn)
+            raise
+        pieces = self._pieces(conn, blob, first, offset + len(first), size if end is None else end, end is None)
+        return pieces if end is not None else cut_lines(span.first, span.last, newlines, pieces)
+
+    def _line_index(
+        self, conn: psycopg.Connection[Any], tenant_id: str, artifact_id: str
+    ) -> tuple[int, tuple[int, ...]]:
+        found = self._indexes.get(artifact_id)
+        if found is not None:
+            return found
+        row = conn.execute(
+            SQL(
+                "SELECT line_step, step_lines, block_lines FROM {} WHERE tenant_id = %s AND artifact_id = %s"
+                " AND removed_at IS NULL"
+            ).format(self.artifacts),
+            (tenant_id, artifact_id),
+        ).fetchone()
+        if row is None:
+            return BLOCK, ()  # the excerpt's own query says what is missing
+        found = (row[0], tuple(row[1])) if row[1] is not None else (BLOCK, tuple(row[2]))
+        with self._guard:
+            if len(self._indexes) >= INDEX_CACHE:
+                self._indexes.clear()
+            self._indexes[artifact_id] = found
+        return found
+
+    def _pieces(
+        self, conn: psycopg.Connection[Any], blob: Any, first: bytes, start: int, end: int, growing: bool
+    ) -> Iterator[bytes]:
+        """``first``, then bytes [start, end) one query per piece: within one block each, doubling from
+        ``2 * LINE_STEP`` when ``growing`` (lines: where they end is not known)."""
+        query = self._piece_query
+        size = 4 * LINE_STEP
+        try:
+            if first:
+                yield first
+            offset = start
+            while offset < end:
+                seq, within = divmod(offset, BLOCK)
+                length = min(end - offset, BLOCK - within, size if growing else BLOCK)
+                row = conn.execute(query, (within + 1, length, blob, seq), prepare=True, binary=True).fetchone()
+                if row is None or not row[0]:
+                    return
+                yield bytes(row[0])
+                offset += len(row[0])
+                size = min(size * 2, BLOCK)
+        finally:
+            self._checkin(conn)
 
     def _blocks(self, conn: psycopg.Connection[Any], blob: Any, start: int) -> Iterator[bytes]:
         query = SQL("SELECT data FROM {} WHERE blob = %s AND seq = %s").format(self.blocks)
@@ -195,22 +293,6 @@ class PostgresArtifactStore:
                     return
                 yield bytes(row[0])
                 seq += 1
-        finally:
-            self._checkin(conn)
-
-    def _range(self, conn: psycopg.Connection[Any], blob: Any, start: int, end: int) -> Iterator[bytes]:
-        """Bytes [start, end), each block's part cut by the server (substring), one block per query."""
-        query = SQL("SELECT substring(data from %s for %s) FROM {} WHERE blob = %s AND seq = %s").format(self.blocks)
-        try:
-            offset = start
-            while offset < end:
-                seq, within = divmod(offset, BLOCK)
-                length = min(end - offset, BLOCK - within)
-                row = conn.execute(query, (within + 1, length, blob, seq), prepare=True, binary=True).fetchone()
-                if row is None:
-                    return
-                yield bytes(row[0])
-                offset += length
         finally:
             self._checkin(conn)
 

@@ -1,17 +1,18 @@
 """Streaming over an artifact's bytes: hashing and indexing on the way in, cutting a span on the way out.
 
 Both backends keep an artifact in fixed blocks of ``BLOCK`` bytes and a line index of one integer per
-block (the newlines before it), so an excerpt of lines A-B starts reading at the block where line A can
-begin, never at the start of a large artifact.
+``LINE_STEP`` bytes (the newlines before that byte; docs/adr/0083), so an excerpt of lines A-B starts reading
+at most ``LINE_STEP`` bytes before line A, never at the start of a large artifact or of its block.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 
 from caseboard.domain.citations import MAX_EXCERPT_BYTES, CitationFacts, Span
-from caseboard.evidence.model import BLOCK, ArtifactTooLarge
+from caseboard.evidence.model import BLOCK, LINE_STEP, ArtifactTooLarge
 
 
 class Intake:
@@ -22,6 +23,7 @@ class Intake:
         self.size = 0
         self.newlines = 0
         self.block_lines: list[int] = []
+        self.step_lines: list[int] = []
         self.last_byte = b""
         self._hash = hashlib.sha256()
         self._pending = bytearray()
@@ -49,7 +51,9 @@ class Intake:
 
     def _indexed(self, block: bytes) -> bytes:
         self.block_lines.append(self.newlines)
-        self.newlines += block.count(b"\n")
+        for start in range(0, len(block), LINE_STEP):  # blocks start at multiples of LINE_STEP
+            self.step_lines.append(self.newlines)
+            self.newlines += block.count(b"\n", start, start + LINE_STEP)
         self.last_byte = block[-1:]
         return block
 
@@ -62,81 +66,59 @@ class Intake:
         return self.newlines + (1 if self.size and self.last_byte != b"\n" else 0)
 
 
-def start_block(span: Span, block_lines: tuple[int, ...]) -> int:
-    """The first block to read for ``span``."""
-    if span.unit == "bytes":
-        return span.first // BLOCK
-    if span.first == 1:
-        return 0
-    # line A begins after newline A-1: in the last block that starts before that newline
-    start = 0
-    for index, before in enumerate(block_lines):
-        if before < span.first - 1:
-            start = index
-        else:
-            break
-    return start
+def line_start(first: int, step: int, step_lines: tuple[int, ...]) -> tuple[int, int]:
+    """Where to start reading for line ``first``: (byte offset, newlines before it), from the index entry
+    nearest before the newline that ends line ``first - 1``."""
+    if first == 1 or not step_lines:
+        return 0, 0
+    entry = max(bisect.bisect_left(step_lines, first - 1) - 1, 0)
+    return entry * step, step_lines[entry]
 
 
-def cut(span: Span, blocks: Iterator[bytes], block: int, block_lines: tuple[int, ...]) -> Iterator[bytes]:
-    """The bytes of ``span`` from ``blocks``, which start at block number ``block``."""
-    if span.unit == "bytes":
-        yield from _cut_bytes(span.first - block * BLOCK, span.last + 1 - block * BLOCK, blocks)
-    else:
-        yield from _cut_lines(span.first, span.last, block_lines[block] if block_lines else 0, blocks)
+def cut_lines(first: int, last: int, newlines: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """Lines ``first``-``last`` of ``pieces``, which start after ``newlines`` newlines (any cut of pieces)."""
+    return _cut_lines(first, last, newlines, pieces)
 
 
-def _cut_bytes(start: int, end: int, blocks: Iterator[bytes]) -> Iterator[bytes]:
-    offset = 0
-    for data in blocks:
-        lo, hi = max(start - offset, 0), min(end - offset, len(data))
-        if lo < hi:
-            yield data[lo:hi]
-        offset += len(data)
-        if offset >= end:
-            return
+WINDOW = 512
 
 
-WINDOW = 4096
-
-
-def _nth_newline(data: bytes, start: int, n: int) -> int:
-    """The position of the ``n``-th newline at or after ``start`` (there are at least ``n``): windows of
-    ``WINDOW`` bytes are counted whole, then the last one is searched newline by newline."""
-    position = start
-    while True:
+def _nth_newline(data: bytes, start: int, n: int) -> tuple[int, int]:
+    """(the position of the ``n``-th newline at or after ``start``, 0), or (-1, the newlines there are) when
+    there are fewer: ``WINDOW`` bytes are counted at a time, never past the newline looked for, then the last
+    window is searched newline by newline."""
+    position, end, seen = start, len(data), 0
+    while position < end:
         here = data.count(b"\n", position, position + WINDOW)
-        if here >= n:
-            break
-        n -= here
+        if seen + here >= n:
+            found = position - 1
+            for _ in range(n - seen):
+                found = data.index(b"\n", found + 1)
+            return found, 0
+        seen += here
         position += WINDOW
-    found = position - 1
-    for _ in range(n):
-        found = data.index(b"\n", found + 1)
-    return found
+    return -1, seen
 
 
-def _cut_lines(first: int, last: int, newlines: int, blocks: Iterator[bytes]) -> Iterator[bytes]:
+def _cut_lines(first: int, last: int, newlines: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
     inside = first == 1
-    for data in blocks:
+    for data in pieces:
         position = 0
         if not inside:
-            need = first - 1 - newlines
-            here = data.count(b"\n")
-            if here < need:
-                newlines += here
+            found, seen = _nth_newline(data, 0, first - 1 - newlines)
+            if found < 0:
+                newlines += seen
                 continue
-            position = _nth_newline(data, 0, need) + 1
-            newlines += need
+            position = found + 1
+            newlines = first - 1
             inside = True
-        need = last - newlines
-        rest = data.count(b"\n", position)
-        if rest < need:
+        found, seen = _nth_newline(data, position, last - newlines)
+        if found < 0:
             if position < len(data):
                 yield data[position:]
-            newlines += rest
+            newlines += seen
             continue
-        yield data[position : _nth_newline(data, position, need) + 1]
+        yield data[position : found + 1]
         return
 
 
