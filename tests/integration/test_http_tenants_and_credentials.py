@@ -19,6 +19,7 @@ WORKSPACE_ROUTES = {
     "/workspaces/{workspace_id}/timeline",
     "/workspaces/{workspace_id}/view",
     "/workspaces/{workspace_id}/events",
+    "/workspaces/{workspace_id}/judgments",
 }
 PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}", {}),
@@ -35,6 +36,7 @@ PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}/ledger", {}),
     ("GET", "/workspaces/{ws}/ledger", {"params": {"after": 1}}),
     ("GET", "/workspaces/{ws}/timeline", {}),
+    ("GET", "/workspaces/{ws}/judgments", {}),
     ("GET", "/workspaces/{ws}/view", {"params": {"budget_chars": 4000}}),
     ("GET", "/workspaces/{ws}/view", {"params": {"budget_chars": 4000, "version": 5}}),
     ("GET", "/workspaces/{ws}/events", {"params": {"timeout_s": 1}}),
