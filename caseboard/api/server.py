@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from caseboard.api import (
     routes_artifacts,
     routes_events,
+    routes_health,
     routes_judgments,
     routes_ops,
     routes_read,
@@ -72,6 +73,7 @@ def create_app(
     api.state.services = services
     for module in (routes_write, routes_read, routes_events, routes_ops, routes_artifacts, routes_judgments):
         api.include_router(module.router)
+    api.include_router(routes_health.router)  # GET /workspaces/{id}/health (docs/health.md)
     api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules
@@ -80,5 +82,6 @@ def create_app(
     api.add_exception_handler(ApiError, on_api_error)
     api.add_exception_handler(RequestValidationError, on_validation_error)
     api.add_exception_handler(CaseboardError, on_caseboard_error)
+    services.metrics.watch(app)  # the ledger's coordination health at each scrape (docs/health.md)
     api.add_middleware(MetricsMiddleware, metrics=services.metrics)
     return api

@@ -21,6 +21,7 @@ from caseboard.dispatcher.wakeup import CommitListener
 from caseboard.workers.controller import Controller
 from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
 from caseboard.workers.plugins import load_participants
+from caseboard.workers.queue_metrics import Exposition, QueueMetrics, StopWithWorker
 
 PREFETCH = 100
 WORKER_TIMEOUT_MS = 10
@@ -59,8 +60,18 @@ def build_host(
 
 
 def start_worker(
-    broker: dramatiq.Broker, host: ConsumerHost, threads: int = 2, poll_ms: int = WORKER_TIMEOUT_MS
+    broker: dramatiq.Broker,
+    host: ConsumerHost,
+    threads: int = 2,
+    poll_ms: int = WORKER_TIMEOUT_MS,
+    *,
+    metrics: Exposition | None = None,
 ) -> dramatiq.Worker:
+    """``metrics``: where the queues' Prometheus metrics are served (default: ``CASEBOARD_WORKER_METRICS_PORT``,
+    none when unset; ``caseboard/workers/queue_metrics.py``); the exposition stops with the worker."""
+    exposition = metrics or Exposition.from_env()
+    if exposition is not None:
+        broker.add_middleware(StopWithWorker(QueueMetrics(broker, host.store, exposition)))
     for queue in host.queues():
         declare_consumer(broker, queue, host.handle)
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)

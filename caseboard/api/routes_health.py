@@ -1,0 +1,59 @@
+"""``GET /workspaces/{id}/health``: a workspace's coordination health, for the key's tenant (docs/health.md).
+
+The figures are those of ``caseboard health WORKSPACE --format json``: folded from the ledger as of the head
+or ``?version=N`` (``caseboard/projections/health.py``), after the chain under them is checked. A workspace of
+another tenant answers 404 ``unknown_workspace``, exactly as a missing one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.errors import ERROR_RESPONSES
+from caseboard.api.models import Refusal
+from caseboard.api.routes_read import Version
+from caseboard.api.routes_write import WorkspaceId
+from caseboard.domain.errors import VersionOutOfRange
+from caseboard.projections.health import FIGURES, ledger_health
+from caseboard.replay.audit import ChainBroken, guard_for
+
+router = APIRouter(tags=["reading"])
+
+HEALTH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["workspace_id", "workspace_version", "invalidations", "stale_evidence_in_use", "outstanding_work"],
+    "additionalProperties": True,
+}
+
+
+@router.get(
+    "/workspaces/{workspace_id}/health",
+    summary="Coordination health: invalidations, stale evidence in use, outstanding work, budget, outcomes",
+    responses={
+        200: {
+            "content": {"application/json": {"schema": HEALTH_SCHEMA}},
+            "description": "the figures as of the version, with what each means (`meaning`); a figure the "
+            "ledger cannot hold is the string `not instrumented`, never 0",
+        },
+        409: {"model": Refusal, "description": "a commit under it does not match its hash (`tampered`, ADR 0050)"},
+        **ERROR_RESPONSES,
+    },
+)
+def workspace_health(
+    workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
+) -> JSONResponse:
+    visible(svc, who, workspace_id)
+    head = svc.app.ledger.head(workspace_id)
+    upto = head if version is None else version
+    if not 1 <= upto <= head:
+        raise VersionOutOfRange(workspace_id, upto, head)
+    try:  # a commit that does not match its hash is never reported on (ADR 0050)
+        guard_for(svc.app.ledger).check_version(workspace_id, upto)
+    except ChainBroken as error:
+        return JSONResponse(error.to_body(), status_code=409)
+    report = ledger_health(svc.app.ledger, workspace_id, upto)
+    return JSONResponse({**report, "meaning": FIGURES})
