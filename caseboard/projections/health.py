@@ -180,27 +180,28 @@ class HealthFold:
                 )
 
     def _cause(self, proposal: Any) -> str:
-        """The kind of the latest material change the proposal has not been checked against; an expired
+        """The kind of the latest material change the proposal has not been checked against, as the reducer
+        names it (``revalidation_causes``), told apart by what the commit of that version did; an expired
         observation under it when there is none."""
         state = self.state
         assert state is not None
-        gaps = self.reducer.review_gaps(state, proposal, proposal.checked_at)
-        for version in reversed(gaps):
-            kinds = self.changes.get(version, set())
-            for change in CHANGES:
-                if change in kinds:
-                    return change
-        return "evidence_expired" if self._expired_under(proposal) else "contradictory_evidence"
+        causes = self.reducer.revalidation_causes(state, proposal, state.at)
+        for cause in reversed(causes):
+            if cause.kind == "constraints":
+                return "constraints_changed"
+            if cause.kind == "material":
+                kinds = self.changes.get(cause.version, set())
+                for change in CHANGES:
+                    if change in kinds:
+                        return change
+        return "evidence_expired" if any(c.kind == "expired" for c in causes) else "contradictory_evidence"
 
     def _expired_under(self, proposal: Any) -> list[str]:
+        """The observations the proposal rests on that have expired as of this version's commit time."""
         state = self.state
         assert state is not None
-        expired = []
-        for ref in self.reducer.rests_on(state, proposal):
-            obs = state.observations.get(ref)
-            if obs is not None and obs.expires_at is not None and state.at is not None and obs.expires_at <= state.at:
-                expired.append(ref)
-        return expired
+        causes = self.reducer.revalidation_causes(state, proposal, state.at)
+        return [cause.reference for cause in causes if cause.kind == "expired"]
 
     def report(self) -> dict[str, Any]:
         """The figures as of the last commit fed (``FIGURES``)."""
