@@ -15,6 +15,7 @@ from caseboard.cli import (
     artifacts_cmds,
     demo,
     dispatch_cmds,
+    evaluate_cmds,
     health_cmds,
     keys_cmds,
     ledger_cmds,
@@ -32,6 +33,7 @@ from caseboard.settings import Settings
 Handler = Callable[[App, argparse.Namespace], int]
 MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds, mcp_cmd, artifacts_cmds, agent_cmds]
 MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
+MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent (docs/evaluation.md)
 MODULES.append(health_cmds)  # coordination health (docs/health.md)
 
 

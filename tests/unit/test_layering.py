@@ -216,9 +216,10 @@ LAYERS: dict[str, set[str]] = {
                    "replay", "settings"},
     "cli": {
         "api", "app", "coordinator", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs", "mcp_server",
-        "projections", "reducers", "replay", "settings", "workers", "agent", "report",
+        "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
     },
     "scenarios": set(),
+    "evaluation": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "replay", "settings", "workers"},
     "__main__": {"cli"},
 }  # fmt: skip
 

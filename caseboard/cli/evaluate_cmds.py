@@ -1,0 +1,79 @@
+"""``caseboard evaluate CORPUS --arm workspace --arm single-agent``: the pilot's gate (docs/evaluation.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from caseboard.domain.errors import ConfigurationError
+from caseboard.evaluation.figures import Pricing
+from caseboard.evaluation.incident import load_corpus
+from caseboard.evaluation.report import markdown_table
+from caseboard.evaluation.run import ARMS, SCRIPTED, Options, check_options, evaluate
+from caseboard.settings import Settings
+
+BUDGET_KEYS = ("cycles", "tokens")
+
+
+def parse_budget(text: str | None) -> dict[str, int]:
+    """``cycles=N,tokens=M`` (either or both)."""
+    budget: dict[str, int] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in BUDGET_KEYS or not value.strip().isdigit() or int(value) < 1:
+            raise ConfigurationError(
+                f"--budget {text!r}: expected cycles=N,tokens=M with positive integers (got {part.strip()!r})"
+            )
+        budget[key] = int(value)
+    return budget
+
+
+def register(commands: Any) -> None:
+    evaluate_parser = commands.add_parser(
+        "evaluate", help="run evaluation incidents through the workspace and a single bounded agent; report"
+    )
+    evaluate_parser.add_argument("corpus", help="an evaluation corpus directory (corpus/evaluation)")
+    evaluate_parser.add_argument(
+        "--arm", action="append", choices=ARMS, default=[], help="an arm to run (repeatable; default: both)"
+    )
+    evaluate_parser.add_argument("--budget", help="cycles=N,tokens=M for every run (default: each incident's limits)")
+    evaluate_parser.add_argument(
+        "--participants",
+        default=SCRIPTED,
+        metavar="NAME",
+        help="scripted (default), or a caseboard.participants plugin for the workspace arm's planner and verifier",
+    )
+    evaluate_parser.add_argument(
+        "--price-per-mtok", type=float, default=Pricing().price_per_mtok, help="dollars per million tokens (default 3)"
+    )
+    evaluate_parser.add_argument(
+        "--out", default="evaluation-report", help="where to write (default ./evaluation-report)"
+    )
+    evaluate_parser.set_defaults(handler=cmd_evaluate, no_app=True)
+
+
+def cmd_evaluate(_: Any, args: argparse.Namespace) -> int:
+    budget = parse_budget(args.budget)
+    if args.price_per_mtok < 0:
+        raise ConfigurationError(f"--price-per-mtok {args.price_per_mtok}: a price cannot be negative")
+    options = Options(
+        arms=tuple(dict.fromkeys(args.arm)) or ARMS,
+        cycles=budget.get("cycles"),
+        tokens=budget.get("tokens"),
+        participants=args.participants,
+        pricing=Pricing(args.price_per_mtok),
+    )
+    check_options(options)
+    incidents = load_corpus(Path(args.corpus))
+    out = Path(args.out)
+    result = evaluate(incidents, options, out, Settings.from_env())
+    sys.stdout.write(markdown_table(result))
+    sys.stdout.write(
+        f"\n{len(result['runs'])} runs; figures in {out / 'evaluation.json'}, report in {out / 'report.html'}\n"
+    )
+    return 0
