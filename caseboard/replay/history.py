@@ -159,9 +159,12 @@ def advance(run: Walk, commit: Commit, source: str = "the record") -> Step:
             f"{state.version} of {state.workspace_id!r}; 'caseboard verify' names the first bad version"
         )
     state = run.state = reducer.evolve(state, commit)
-    run.touched[commit.version] = [(told(item), frozenset(references(item)), item.type) for item in commit.items]
+    named = [frozenset(references(item)) for item in commit.items]
+    run.touched[commit.version] = [
+        (told(item), refs, item.type) for item, refs in zip(commit.items, named, strict=True)
+    ]
     run.authors[commit.version] = commit.author.principal
-    after = facets(state, reducer, commit)
+    after = facets(state, reducer, commit, frozenset().union(*named))
     before = run.facets
     changes = diff_facets(before, after)
     run.facets = {key: value for key, value in after.items() if not key.startswith(("observations.", "late."))}
@@ -220,26 +223,36 @@ def iso(moment: Any) -> str:
     return str(moment.isoformat().replace("+00:00", "Z"))
 
 
+ONE = ("id", "request_id", "invocation_id", "proposal", "question", "claim", "observation", "hypothesis", "about")
+MANY = ("supporting_evidence", "challenging_evidence", "depends_on", "evidence", "derived_from", "select", "deselect")
+_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
 def references(item: Any) -> list[str]:
-    """Every id an item names: its own, and those it refers to."""
+    """Every id an item names: its own, and those it refers to (a work result's observation's too)."""
+    kind = type(item)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        names = getattr(kind, "model_fields", {})
+        fields = _FIELDS[kind] = (tuple(n for n in ONE if n in names), tuple(n for n in MANY if n in names))
     out: list[str] = []
-    for name in ("id", "request_id", "invocation_id", "proposal", "question", "claim", "observation", "hypothesis"):
-        value = getattr(item, name, None)
+    for name in fields[0]:
+        value = getattr(item, name)
         if isinstance(value, str):
             out.append(value)
-    for name in ("supporting_evidence", "challenging_evidence", "depends_on", "evidence", "derived_from"):
-        out.extend(str(v) for v in getattr(item, name, ()) or ())
-    about = getattr(item, "about", None)
-    if isinstance(about, str):
-        out.append(about)
-    if isinstance(item, it.Selection):
-        out.extend([*item.select, *item.deselect])
+    for name in fields[1]:
+        out.extend(str(v) for v in getattr(item, name) or ())
     if isinstance(item, it.WorkResult) and item.observation is not None:
         out.extend(references(item.observation))
     return out
 
 
-def facets(state: WorkspaceState, reducer: Reducer[WorkspaceState], commit: Commit | None = None) -> dict[str, Any]:
+def facets(
+    state: WorkspaceState,
+    reducer: Reducer[WorkspaceState],
+    commit: Commit | None = None,
+    named: frozenset[str] | None = None,
+) -> dict[str, Any]:
     """What is compared from version to version (module docstring), as path -> value."""
     out: dict[str, Any] = {
         "status": state.status,
@@ -264,7 +277,7 @@ def facets(state: WorkspaceState, reducer: Reducer[WorkspaceState], commit: Comm
     for question in state.questions.values():
         out[f"questions.{question.id}"] = "open" if question.answered_version is None else "answered"
     if commit is not None:
-        for ref in {ref for item in commit.items for ref in references(item)}:
+        for ref in sorted(named if named is not None else {r for item in commit.items for r in references(item)}):
             obs = state.observations.get(ref)
             if obs is not None and obs.version == commit.version:
                 out[f"observations.{ref}"] = {

@@ -1,8 +1,8 @@
 """A record to show: an exported file or a stored workspace, its chain verified, its commits in order.
 
 The page is made from a broken chain too (it says so at the top, and shows what precedes the first bad
-version), so the chain is verified first (``verify_file`` / ``verify_ledger``, exactly what ``caseboard
-verify`` reports), and only the versions before the first bad one are decoded."""
+version): the chain is verified as ``caseboard verify`` verifies it, and only the commits before the first
+bad version are shown."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from caseboard.domain.commit import Commit
 from caseboard.ledger.base import EventsourcingLedger
-from caseboard.replay.records import RawRecord, decode_one, file_records, ledger_records, read_file, read_ledger
-from caseboard.replay.verify import ChainReport, verify_file, verify_ledger
+from caseboard.replay.records import RawRecord, decode_one, file_records, ledger_records, read_ledger
+from caseboard.replay.verify import ChainChecker, ChainReport, verify_ledger, verify_records
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,18 @@ class Record:
 
 
 def file_record(path: Path) -> Record:
-    chain = verify_file(path)
-    if chain.intact:
-        return Record(str(path), chain, read_file(path))
-    return Record(str(path), chain, _before(file_records(path), chain))
+    """A file checked and decoded in one pass (the checker decodes what it accepts); a broken chain is
+    reported exactly as ``verify_file`` reports it."""
+    records = list(file_records(path))
+    checker = ChainChecker(str(path))
+    commits = []
+    for record in records:
+        commit = checker.accept(record)
+        if commit is None:
+            break
+        commits.append(commit)
+    chain = checker.report() if checker.problem is None and records else verify_records(records, str(path))
+    return Record(str(path), chain, iter(commits))
 
 
 def ledger_record(ledger: EventsourcingLedger, workspace_id: str) -> Record:
