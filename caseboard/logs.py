@@ -10,6 +10,7 @@ import logging
 import sys
 from typing import Any, TextIO
 
+import orjson
 import structlog
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -85,20 +86,16 @@ def _route_standard_logging(stream: TextIO, level: int, stamp: Any, renderer: An
     root.setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 
-_ENCODER = json.JSONEncoder(default=repr, check_circular=False)
-_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # CPython's; None without its accelerator
-_C_ENCODER = (
-    _MAKE_C_ENCODER(None, repr, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
-    if _MAKE_C_ENCODER is not None
-    else None
-)
-"""``json.dumps`` builds C's encoder anew at every call, and a dict to catch cycles (events of ids and
-positions have none; a cycle would exhaust the recursion limit instead); this one is built once. The same
-output as ``json.dumps(event, default=repr)``, which a test checks."""
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+"""What ``json.dumps(event, default=repr)`` writes as JSON, orjson writes too (keys that are not strings as
+strings); a datetime or a dataclass is its ``repr``, as there."""
 
 
 def _json(event: dict[str, Any], **_: Any) -> str:
-    """An event as JSON (what cannot be JSON is its ``repr``)."""
-    if _C_ENCODER is None:
-        return _ENCODER.encode(event)
-    return "".join(_C_ENCODER(event, 0))
+    """An event as one compact JSON line (what cannot be JSON is its ``repr``), by orjson: about a quarter of
+    the standard encoder's cost, which the coordinator pays at every commit. What orjson refuses (an integer
+    beyond 64 bits, a string that is not valid Unicode) is written by the standard library instead."""
+    try:
+        return orjson.dumps(event, default=repr, option=_OPTIONS).decode()
+    except TypeError:
+        return json.dumps(event, default=repr, separators=(",", ":"))

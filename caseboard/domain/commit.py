@@ -8,7 +8,7 @@ Commits form a hash chain: ``hash`` is the SHA-256 of the commit's JSON as store
 ``"hash"`` member (``{...,"previous_hash":"...","hash":"<hex>"}`` minus ``,"hash":"<hex>"``), and
 ``previous_hash`` is the hash of the commit before it (absent on version 1). Altering a stored commit breaks
 its own hash; re-sealing it breaks the next commit's ``previous_hash``. A sealed commit keeps the exact bytes
-it is stored as, so the ledger does not serialize it a second time.
+it is stored as (a private attribute), so the ledger does not serialize it a second time.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from datetime import datetime
-from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, PrivateAttr
 
 from caseboard.domain.contribution import Author, IdempotencyKey
-from caseboard.domain.items import ITEMS, Frozen, Id, Item
+from caseboard.domain.items import Frozen, Id, Item
 
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
@@ -45,6 +44,16 @@ class Commit(Frozen):
     decisions: tuple[Decision, ...]
     previous_hash: str | None = None
     hash: str | None = None  # declared last: it is the last member of the stored JSON
+    _stored: bytes | None = PrivateAttr(default=None)
+    """The stored bytes, once known: a private attribute, which pydantic lets a frozen model set."""
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when their fields are: the stored bytes one keeps and the other has yet to make are not."""
+        if not isinstance(other, Commit):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = Frozen.__hash__
 
     def content_hash(self) -> str:
         return hashlib.sha256(self._body()).hexdigest()
@@ -59,25 +68,26 @@ class Commit(Frozen):
         return cls(**fields)._seal()
 
     def _seal(self) -> Commit:
+        """This commit (its hash None) with its hash, and the bytes it is stored as kept with it."""
         body = self.model_dump_json(exclude_none=True).encode()  # without the hash, which is None until now
         digest = hashlib.sha256(body).hexdigest()
-        self.__dict__["hash"] = digest  # frozen for every holder; this one is not yet shared with anyone
-        self.__pydantic_fields_set__.add("hash")
-        self.__dict__["stored_json"] = body[:-1] + b',"hash":"' + digest.encode() + b'"}'  # the cached value
-        return self
+        sealed = super().model_copy(update={"hash": digest})
+        sealed._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        return sealed
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Commit:
         copy = super().model_copy(update=update, deep=deep)
         if update:
-            copy.__dict__.pop("stored_json", None)  # the stored bytes were those of the original
+            copy._stored = None  # the stored bytes were those of the original
         return copy
 
-    @cached_property
+    @property
     def stored_json(self) -> bytes:
         """The commit as the ledger stores it (compact JSON, absent fields left out). A sealed commit has the
-        bytes it was sealed from: a cached property rather than a private attribute, which pydantic would
-        set up in Python at every construction and reach through ``__getattr__``."""
-        return self.model_dump_json(exclude_none=True).encode()
+        bytes it was sealed from; another is serialized on first use, and keeps the bytes."""
+        if self._stored is None:
+            self._stored = self.model_dump_json(exclude_none=True).encode()
+        return self._stored
 
     def _body(self) -> bytes:
         return self.model_dump_json(exclude_none=True, exclude={"hash"}).encode()

@@ -143,7 +143,12 @@ def test_loggers_used_before_capturing_are_still_captured() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.datetimes(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | st.datetimes(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
@@ -152,6 +157,9 @@ json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(max_size=12), json_values, max_size=8))
 def test_the_json_renderer_writes_what_json_dumps_writes(event: dict[str, Any]) -> None:
-    """The renderer keeps one C encoder for good: its output must stay that of ``json.dumps`` (what cannot be
-    JSON, a datetime here, as its ``repr``)."""
-    assert logs._json(event) == json.dumps(event, default=repr)
+    """The renderer writes orjson's compact line: the same JSON value as ``json.dumps`` writes (what cannot be
+    JSON, a datetime here, as its ``repr``), on one line. An infinite float, which JSON cannot hold, is null."""
+    line = logs._json(event)
+    assert json.loads(line) == json.loads(json.dumps(event, default=repr))
+    assert "\n" not in line
+    assert json.loads(logs._json({"big": float("inf")})) == {"big": None}
