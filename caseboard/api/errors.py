@@ -56,10 +56,11 @@ STATUS: dict[str, int] = {
     Reason.INVALID: 422,
     Reason.UNKNOWN_REFERENCE: 422,
     Reason.UNKNOWN_WORKSPACE: 404,
-    "unauthenticated": 401,
-    "unavailable": 503,
-    "not_found": 404,
-    "method_not_allowed": 405,
+    Reason.UNAUTHENTICATED: 401,
+    Reason.UNAVAILABLE: 503,
+    Reason.NOT_FOUND: 404,
+    Reason.METHOD_NOT_ALLOWED: 405,
+    Reason.INTERNAL: 500,
 }
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -83,15 +84,18 @@ CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 
 
-class ApiError(Exception):
-    """A refusal decided by the HTTP layer (authentication, role header, tenant)."""
+class ApiError(CaseboardError):
+    """A refusal decided by the HTTP layer (authentication, role header, tenant), with its status code."""
 
-    def __init__(self, reason: str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self, reason: Reason | str, message: str, *, field: str | None = None, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
-        self.body: dict[str, Any] = {"ok": False, "reason": reason, "message": message}
+        self.reason = Reason(reason)  # a token outside the one enum is a bug, caught where it is made
+        self.body: dict[str, Any] = {"ok": False, "reason": self.reason.value, "message": message}
         if field is not None:
             self.body["field"] = field
-        self.status = STATUS[reason]
+        self.status = STATUS[self.reason]
         self.headers = headers
 
 
@@ -123,22 +127,34 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
     where = f"{request.method} {request.url.path}"
     headers = dict(error.headers) if error.headers else None
     if error.status_code == 404:
-        body = {"ok": False, "reason": "not_found", "message": f"no route for {where}: the routes are at /docs"}
+        body = {
+            "ok": False,
+            "reason": Reason.NOT_FOUND.value,
+            "message": f"no route for {where}: the routes are at /docs",
+        }
     elif error.status_code == 405:
         allowed = (headers or {}).get("allow", "")
-        body = {"ok": False, "reason": "method_not_allowed", "message": f"{where}: allowed methods: {allowed}"}
+        body = {
+            "ok": False,
+            "reason": Reason.METHOD_NOT_ALLOWED.value,
+            "message": f"{where}: allowed methods: {allowed}",
+        }
     elif error.status_code == 413:
         body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{where}: {error.detail}", "field": "$"}
     elif error.status_code < 500:
         body = {"ok": False, "reason": Reason.INVALID.value, "message": f"{where}: {error.detail}", "field": "$"}
         return JSONResponse(body, status_code=422, headers=headers)
     else:
-        body = {"ok": False, "reason": "unavailable", "message": f"{where}: {error.detail}"}
+        body = {"ok": False, "reason": Reason.UNAVAILABLE.value, "message": f"{where}: {error.detail}"}
     return JSONResponse(body, status_code=error.status_code, headers=headers)
 
 
 INTERNAL_ERROR = JSONResponse(
-    {"ok": False, "reason": "internal", "message": "an internal error; it is logged (retry later, or report it)"},
+    {
+        "ok": False,
+        "reason": Reason.INTERNAL.value,
+        "message": "an internal error; it is logged (retry later, or report it)",
+    },
     status_code=500,
 )
 """A bug's answer: nothing about it leaves the server but this (the log has the traceback)."""
@@ -177,7 +193,7 @@ async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse
         body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "reducer"}
         return JSONResponse(body, status_code=422)
     if isinstance(error, LedgerUnavailable):
-        body = {"ok": False, "reason": "unavailable", "message": str(error)}
+        body = {"ok": False, "reason": Reason.UNAVAILABLE.value, "message": str(error)}
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_S})
     assert isinstance(error, CaseboardError)
     return JSONResponse({"ok": False, "reason": Reason.INVALID.value, "message": str(error)}, status_code=422)

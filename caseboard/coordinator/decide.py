@@ -19,7 +19,7 @@ from caseboard.coordinator.item_rules import Citations, Unresolved, check_item
 __all__ = ["Behind", "Citations", "Replayed", "Unresolved", "decide"]
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.errors import CaseboardError, Reason, Refused
 from caseboard.domain.injection import suspicious_text
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
@@ -34,7 +34,7 @@ class Replayed:
     outcome: dict[str, Any]
 
 
-class Behind(Exception):
+class Behind(CaseboardError):
     """expected_version is behind the state; the caller turns this into a VersionConflict with a summary."""
 
     def __init__(self, expected: int, current: int) -> None:

@@ -77,7 +77,10 @@ def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
     A refusal is logged here (``contribution_refused``, like the coordinator's), since it never reaches it.
     """
     try:
-        text = json.dumps(raw) if isinstance(raw, dict) else raw
+        if isinstance(raw, dict):
+            text: str | bytes = json.dumps(raw)
+        else:  # a line's end is not part of its JSON (nor of an error's position)
+            text = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
         return parse_json(Contribution, text)
     except Refused as refusal:
         workspace_id, author = _who(raw)
@@ -128,13 +131,19 @@ def refusal_from(problems: Sequence[Any]) -> Refused:
         path = f"{path}.type"
         message = "an item needs a 'type'"
     elif kind == "extra_forbidden":
-        message = "unknown field: items accept no fields beyond their own"
+        owner = path.rpartition(".")[0] or "$"
+        message = f"unknown field: {owner} accepts no fields beyond its own"
     elif kind == "missing":
         message = "required field is missing"
     elif kind == "value_error":
         message = message.removeprefix("Value error, ")
     elif kind == "json_invalid":
         message = f"not JSON: {first.get('ctx', {}).get('error', message)}"
+    elif kind in ("too_short", "too_long"):  # the same words for a list (HTTP's body) and a tuple (a Contribution)
+        ctx = first.get("ctx", {})
+        limit = ctx.get("min_length" if kind == "too_short" else "max_length")
+        bound = "at least" if kind == "too_short" else "at most"
+        message = f"{bound} {limit} {'entry' if limit == 1 else 'entries'}, got {ctx.get('actual_length')}"
     elif kind == "string_too_long":
         limit = first.get("ctx", {}).get("max_length")
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"
@@ -146,11 +155,15 @@ def refusal_from(problems: Sequence[Any]) -> Refused:
 def field_path(loc: Sequence[int | str]) -> str:
     """pydantic's error location as the field path a user reads: ``items[0].source.system``."""
     out = ""
+    after_index = False
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ITEM_TYPES and out.endswith("]"):
-            continue  # the discriminator pydantic adds to the location, not a field
-        else:
-            out += f".{part}" if out else str(part)
+            after_index = True
+            continue
+        if after_index and part in ITEM_TYPES:
+            after_index = False  # the discriminator pydantic adds after an item's index, not a field: a
+            continue  # field named like a type (a link's or a work_result's ``observation``) is kept
+        after_index = False
+        out += f".{part}" if out else str(part)
     return out or "$"

@@ -1,16 +1,47 @@
-"""What can go wrong, as data.
+"""What can go wrong, as data: one tree of errors, one enum of reason tokens.
+
+Every error caseboard raises on purpose is a ``CaseboardError``; the tree below is complete
+(tests/unit/test_error_tree.py checks it against every class in caseboard, both ways). Those defined outside
+this module say where they live.
 
     CaseboardError                      root of everything caseboard raises on purpose
     ├── Refused                         a contribution the coordinator will not commit (carries a reason token)
-    │   └── VersionConflict             expected_version is behind; carries current_version and a summary
+    │   ├── VersionConflict             expected_version is behind; carries current_version and a summary
+    │   └── Unresolved                  cites artifacts no store was consulted for (coordinator/item_rules.py)
+    ├── Behind                          expected_version is behind the state, before the summary (coordinator/decide.py)
     ├── UnknownWorkspace                a workspace id the ledger has never opened
     ├── VersionOutOfRange               a version beyond the head (or below 1) was asked for
     ├── UnknownReducer                  a reducer version that is not registered
     ├── LedgerUnavailable               the store could not be reached or refused to work
-    └── ConfigurationError              a setting that cannot be honoured
+    ├── ConfigurationError              a setting that cannot be honoured
+    ├── VersionTaken                    another writer appended the version first (ledger/base.py)
+    ├── SnapshotRejected                a snapshot the chain does not vouch for (ledger/base.py)
+    ├── BrokerUnavailable               the message broker cannot be reached (dispatcher/broker.py)
+    ├── ApiError                        a refusal decided by the HTTP layer, with its status (api/errors.py)
+    ├── Unauthenticated                 the server refused the client's key (client.py)
+    ├── UnreadableRecord                a line or row that is not a commit of a known schema (replay/records.py)
+    ├── BrokenRecord                    commits that cannot be folded in the order given (replay/rebuild.py)
+    ├── DamagedIncident                 an incident file whose commits cannot be folded in order (replay/compare.py)
+    ├── ImportRefused                   a recorded incident that will not be imported (replay/transfer.py)
+    ├── ChainBroken                     the hash chain does not hold (replay/audit.py)
+    ├── VersionNotRecorded              a version the record does not hold (replay/history.py)
+    ├── RetryBudgetSpent                a participant lost more races than its budget allows (workers/runtime.py)
+    ├── ContributionRefused             a worker's contribution was refused (workers/runtime.py)
+    ├── ArtifactError                   the artifact store will not do it (evidence/model.py)
+    │   ├── ArtifactNotFound            no such artifact in the tenant
+    │   ├── ArtifactTooLarge            an upload over the size limit
+    │   └── RangeOutside                an excerpt's range is outside the artifact
+    ├── ModelUnavailable                a participant's model did not answer (agent/model.py)
+    └── CorpusError                     an evaluation corpus that cannot be read (evaluation/incident.py)
+
+Inside the PostgreSQL ledger, three errors are the driver's own types on purpose, so that the driver's and
+eventsourcing's handling applies to them; none leaves ``caseboard/ledger/``, which translates them into
+``LedgerUnavailable``: ``NoAnswer`` and ``Unreachable`` (psycopg ``OperationalError``, ledger/libpq.py and
+ledger/connections.py) and ``DatabaseUnreachable`` (eventsourcing ``PersistenceError``, ledger/connections.py).
 
 A refusal is not a failure of caseboard: it is the coordinator's answer, returned to the caller as
-``{"ok": false, "reason": ..., "message": ...}``. The reason tokens below are a public contract.
+``{"ok": false, "reason": ..., "message": ...}``. The reason tokens of ``Reason`` are a public contract: every
+reason caseboard puts in a body is one of them.
 """
 
 from __future__ import annotations
@@ -35,6 +66,12 @@ class Reason(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     UNKNOWN_WORKSPACE = "unknown_workspace"
     WORKSPACE_EXISTS = "workspace_exists"
+    # the transports' own (HTTP, MCP, the client): who is asking, whether the server can answer
+    UNAUTHENTICATED = "unauthenticated"
+    UNAVAILABLE = "unavailable"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    INTERNAL = "internal"
 
 
 class CaseboardError(Exception):

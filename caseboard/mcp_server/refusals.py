@@ -12,8 +12,8 @@ from typing import Any
 
 from caseboard.domain.errors import Reason
 
-UNAUTHENTICATED = "unauthenticated"
-UNAVAILABLE = "unavailable"
+UNAUTHENTICATED = Reason.UNAUTHENTICATED.value
+UNAVAILABLE = Reason.UNAVAILABLE.value
 
 NEXT_STEPS: dict[str, tuple[bool, str]] = {
     Reason.VERSION_CONFLICT: (
@@ -56,6 +56,9 @@ NEXT_STEPS: dict[str, tuple[bool, str]] = {
     Reason.WORKSPACE_EXISTS: (False, "that workspace id is taken: open the workspace under another id"),
     UNAUTHENTICATED: (False, "the API key is missing, unknown or revoked: ask an operator for a valid key"),
     UNAVAILABLE: (True, "the ledger cannot be reached right now: retry in a second or two"),
+    Reason.NOT_FOUND: (False, "no such route: the tools are whoami, list_workspaces, read_view and the others listed"),
+    Reason.METHOD_NOT_ALLOWED: (False, "that method is not served there: call the tool as listed"),
+    Reason.INTERNAL: (False, "an internal error, logged by the server: report it rather than retry the same call"),
 }
 """reason token -> (retryable, next step)."""
 
