@@ -25,6 +25,7 @@ Figures (``FIGURES`` says what each one means, for the report and the command li
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -52,6 +53,10 @@ CHANGES = (
 """The kinds of material change an invalidation is put down to (DESIGN.md §1, "material change")."""
 
 LIVE_PROPOSAL = ("current", "requires_revalidation", "accepted")
+
+TOUCHING = (it.Open, it.Proposal, it.Review, it.Link, it.Hypothesis, it.Verification, it.Constraints, it.Reopen)
+"""Items after which a proposal's status can change (a new proposal, a review, what a dependency rests on, a
+material change); otherwise only an observation's expiry passing under the commit's clock can change one."""
 
 FIGURES: dict[str, str] = {
     "invalidations": "proposals that became requires_revalidation, by the kind of material change that did it; "
@@ -111,6 +116,7 @@ class HealthFold:
         self.reviews = {"revised": 0, "withdrawn": 0}
         self.cycles_scheduled = 0
         self.reopens = 0
+        self.expiries: list[datetime] = []  # a heap of the expires_at not yet passed by a commit's clock
 
     @property
     def version(self) -> int:
@@ -124,9 +130,18 @@ class HealthFold:
         found = _changes_of(commit)
         if found:
             self.changes[commit.version] = found
+        touched = False
         for item, decision in zip(commit.items, commit.decisions, strict=True):
             self._note(commit, item, decision)
-        self._statuses(commit)
+            touched = touched or isinstance(item, TOUCHING)
+            body = item.observation if isinstance(item, it.WorkResult) else item
+            if isinstance(body, it.ObservationBody) and body.expires_at is not None:
+                heapq.heappush(self.expiries, body.expires_at)
+        while self.expiries and self.expiries[0] <= commit.at:
+            heapq.heappop(self.expiries)
+            touched = True
+        if touched:  # else no status can have changed: asking each proposal's would cost commits x proposals
+            self._statuses(commit)
 
     def feed_all(self, commits: Iterable[Commit]) -> HealthFold:
         for commit in commits:
