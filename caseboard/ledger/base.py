@@ -6,11 +6,13 @@ version, topic = the stable name ``caseboard.commit``. The store's uniqueness on
 the version authority: a second writer of the same version gets ``VersionTaken``.
 
 A snapshot is derived data bound to the chain it was folded from (docs/adr/0048): its stored bytes are
-``{"format": 1, "workspace_id", "reducer", "version", "head_hash", "data", "hash"}``, where ``data`` is
-what the reducer dumped, ``head_hash`` the hash of the commit at ``version`` and ``hash`` the SHA-256 of
-the bytes before it (sealed as a commit is). ``latest_snapshot`` refuses one whose bytes do not match its
-hash or whose envelope names another workspace, reducer or version (``SnapshotRejected``); whether it
-belongs to the chain is for its reader to check against the commit at ``version``.
+``{"format": 1, "workspace_id", "reducer", "version", "head_hash", "shape", "data", "hash"}``, where ``data``
+is what the reducer dumped, ``shape`` the fingerprint of the state it was dumped from
+(``caseboard/projections/shape.py``; absent from snapshots written before it), ``head_hash`` the hash of
+the commit at ``version`` and ``hash`` the SHA-256 of the bytes before it (sealed as a commit is).
+``latest_snapshot`` refuses one whose bytes do not match its hash or whose envelope names another
+workspace, reducer or version (``SnapshotRejected``); whether it belongs to the chain, and to the
+reducer's shape, is for its reader to check.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Snapshot:
     data: dict[str, Any]
     head_hash: str | None = None
     """The hash of the commit at ``version`` that the state was folded up to (None: not bound, not trusted)."""
+    shape: str | None = None
+    """The fingerprint of the state's shape ``data`` was dumped from (None: not recorded, not trusted)."""
 
 
 @dataclass(frozen=True)
@@ -77,16 +81,25 @@ class StoredSnapshot:
         return open_snapshot(self.state, workspace_id, self.reducer, self.version)
 
 
-def seal_snapshot(workspace_id: str, reducer: str, version: int, head_hash: str | None, data: dict[str, Any]) -> bytes:
+def seal_snapshot(
+    workspace_id: str,
+    reducer: str,
+    version: int,
+    head_hash: str | None,
+    data: dict[str, Any],
+    shape: str | None = None,
+) -> bytes:
     """A snapshot's stored bytes: the reducer's ``data`` in an envelope naming what it was folded from, sealed."""
-    envelope = {
+    envelope: dict[str, Any] = {
         "format": SNAPSHOT_FORMAT,
         "workspace_id": workspace_id,
         "reducer": reducer,
         "version": version,
         "head_hash": head_hash,
-        "data": data,
     }
+    if shape is not None:
+        envelope["shape"] = shape
+    envelope["data"] = data
     return seal(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode())
 
 
@@ -107,8 +120,13 @@ def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int) -
     named = (envelope.get("format"), envelope.get("workspace_id"), envelope.get("reducer"), envelope.get("version"))
     if named != (SNAPSHOT_FORMAT, workspace_id, reducer, version) or not isinstance(envelope.get("data"), dict):
         raise SnapshotRejected(version, f"its envelope names {named[1:]!r}, not {(workspace_id, reducer, version)!r}")
-    head_hash = envelope.get("head_hash")
-    return Snapshot(version, envelope["data"], head_hash if isinstance(head_hash, str) else None)
+    head_hash, shape = envelope.get("head_hash"), envelope.get("shape")
+    return Snapshot(
+        version,
+        envelope["data"],
+        head_hash if isinstance(head_hash, str) else None,
+        shape if isinstance(shape, str) else None,
+    )
 
 
 Position = tuple[int, int]
@@ -157,7 +175,13 @@ class Ledger(Protocol):
     ) -> Iterator[Commit]: ...
     def head(self, workspace_id: str) -> int: ...
     def save_snapshot(
-        self, workspace_id: str, reducer: str, version: int, data: dict[str, Any], head_hash: str | None = None
+        self,
+        workspace_id: str,
+        reducer: str,
+        version: int,
+        data: dict[str, Any],
+        head_hash: str | None = None,
+        shape: str | None = None,
     ) -> None: ...
     def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None: ...
     def stored_snapshots(self, workspace_id: str, reducer: str) -> list[StoredSnapshot]: ...
@@ -295,15 +319,21 @@ class EventsourcingLedger:
         return rows[0].originator_version if rows else 0
 
     def save_snapshot(
-        self, workspace_id: str, reducer: str, version: int, data: dict[str, Any], head_hash: str | None = None
+        self,
+        workspace_id: str,
+        reducer: str,
+        version: int,
+        data: dict[str, Any],
+        head_hash: str | None = None,
+        shape: str | None = None,
     ) -> None:
         """Store the state ``reducer`` folded up to ``version``, bound to ``head_hash``, the hash of the commit
-        at ``version``."""
+        at ``version``, and dumped from a state of the shape ``shape`` fingerprints."""
         stored = StoredEvent(
             originator_id=f"{reducer}/{workspace_id}",
             originator_version=version,
             topic=SNAPSHOT_TOPIC,
-            state=seal_snapshot(workspace_id, reducer, version, head_hash, data),
+            state=seal_snapshot(workspace_id, reducer, version, head_hash, data, shape),
         )
         try:
             self.snapshots.insert_events([stored])

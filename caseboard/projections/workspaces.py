@@ -7,7 +7,8 @@ of its ledger, and the amortized cost of snapshotting stays flat as the state gr
 
 A snapshot is only a shortcut, never a source (docs/adr/0048): it is used only when its bytes match its hash,
 the commit at its version in the ledger has the hash it was folded up to, the state it loads is at that
-version, and its tenant is the one the chain opened the workspace in. Any other snapshot is logged
+version, its tenant is the one the chain opened the workspace in, and it was dumped from a state of the
+reducer's shape (its fingerprint, ``shape.py``: never misread into another). Any other snapshot is logged
 (``snapshot_rejected``) and the state is folded from the ledger.
 """
 
@@ -28,6 +29,7 @@ import structlog
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
+from caseboard.projections.shape import shape_fingerprint
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 log = structlog.get_logger("caseboard.projections")
@@ -270,7 +272,10 @@ class Workspaces:
             self._snapshotted[commit.workspace_id] = commit.version
             try:
                 data = self.reducer.dump(state)
-                self.ledger.save_snapshot(commit.workspace_id, self.reducer.name, commit.version, data, commit.hash)
+                shape = shape_fingerprint(type(state))
+                self.ledger.save_snapshot(
+                    commit.workspace_id, self.reducer.name, commit.version, data, commit.hash, shape
+                )
             except LedgerUnavailable as error:
                 # The commit has landed; a snapshot is only a shortcut for later loads. Failing the caller
                 # here would report a committed contribution as failed, so the snapshot is skipped.
@@ -326,6 +331,9 @@ class Workspaces:
         version = snapshot.version
         if snapshot.head_hash is None:
             raise SnapshotRejected(version, "it is not bound to the chain (no head hash)")
+        expected = shape_fingerprint(type(reducer.initial(workspace_id)))
+        if snapshot.shape != expected:
+            raise SnapshotRejected(version, f"it was dumped from a state of shape {snapshot.shape}, not {expected}")
         folded_from = self.ledger.read(workspace_id, after=version - 1, upto=version)
         if not folded_from or folded_from[0].hash != snapshot.head_hash:
             raise SnapshotRejected(version, f"the ledger's commit {version} is not the one it was folded from")
