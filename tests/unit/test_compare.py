@@ -100,5 +100,6 @@ def test_the_progress_bar_draws_only_on_a_terminal() -> None:
     terminal, pipe = Tty(), io.StringIO()
     compare([str(CORPUS)], V1, V2, ProgressBar(terminal))
     compare([str(CORPUS)], V1, V2, ProgressBar(pipe))
-    assert f"{len(INCIDENTS)}/{len(INCIDENTS)}" in terminal.getvalue() and terminal.getvalue().endswith("\n")
+    drawn = terminal.getvalue().removesuffix("\x1b[?25h")  # rich shows the cursor again once the bar ends
+    assert f"{len(INCIDENTS)}/{len(INCIDENTS)}" in drawn and drawn.endswith("\n")
     assert pipe.getvalue() == ""
