@@ -19,12 +19,14 @@ from caseboard.cli.main import main
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
 from tests.e2e.procs import Cluster, poll
-from tests.fake_model_server import FakeModel
+from tests.fake_model_server import FakeModel, Reply, items
 from tests.integration.test_agent_live_loop import MODEL_ROLES, replayed_offline, shows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 WS = "incident-042"
+CYCLES = 8
+"""The scripted run needs 5 cycles; the verifier's two bad replies may each cost it one."""
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +49,14 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
 ) -> None:
     url = cluster.database_url
     with FakeModel() as fake:
-        model = {"CASEBOARD_MODEL_URL": fake.url, "CASEBOARD_MODEL": "fake-model-1"}
+        fake.script = [  # bad replies that lose no work: each must be recorded, and the agents go on
+            Reply(status=429, headers={"retry-after": "0.05"}, role="planner"),
+            Reply(status=429, headers={"retry-after": "0.05"}, role="specialist"),
+            Reply(items(), delay_s=2.5, role="specialist"),  # past the 1 s timeout: retried
+            Reply(items({"type": "constraints", "goal": "Fix it", "execution_mode": "read_write"}), role="verifier"),
+            Reply("Sure! Here is my answer: confirmed.", role="verifier"),
+        ]
+        model = {"CASEBOARD_MODEL_URL": fake.url, "CASEBOARD_MODEL": "fake-model-1", "CASEBOARD_MODEL_TIMEOUT_S": "1"}
         agents = [
             cluster.spawn(
                 "agent",
@@ -86,7 +95,7 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
             body = {
                 "workspace_id": WS,
                 "author": {"principal": "oncall-operator", "role": "operator"},
-                "items": [open_item(6)],
+                "items": [open_item(CYCLES)],
             }
             assert Coordinator(ledger).submit(parse_contribution(body))["ok"]
         finally:
@@ -112,7 +121,7 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
         assert commit.items[-1].type == "judgment", commit.summary()
     final = json.loads(shows(url, WS, len(commits), capsys)[str(len(commits))])
     assert [h["status"] for h in final["hypotheses"]] == ["confirmed"]
-    assert final["cycles_used"] <= 6
+    assert final["cycles_used"] <= CYCLES
     listed = subprocess.run(
         [sys.executable, "-m", "caseboard", "judgments", WS, "--format", "json"],
         env=cluster.env(),
@@ -123,10 +132,15 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
     )
     assert listed.returncode == 0, listed.stderr
     entries = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert len(entries) == sum(1 for c in commits for i in c.items if i.type == "judgment") == len(fake.requests)
+    assert len(entries) == sum(1 for c in commits for i in c.items if i.type == "judgment")
+    assert sum(e["attempts"] for e in entries) == len(fake.requests)  # every request is an attempt of a recorded call
     for entry in entries:
         assert entry["model"] == "fake-model-1" and entry["usage"]["total_tokens"] > 0
         assert entry["latency_ms"] >= 0 and 1 <= entry["input_workspace_version"] < entry["workspace_version"]
+    refused = {(e["author"]["principal"], e["refusal"]["reason"]) for e in entries if e["refusal"]}
+    assert {("verifier-1", "invalid"), ("verifier-1", "malformed_reply")} <= refused
+    assert sum(e["attempts"] for e in entries) == len(entries) + 3  # two 429s and a timeout, each retried
+    assert final["execution_mode"] == "read_only" and final["goal"] == open_item(CYCLES)["goal"]
     assert main(["--database-url", url, "export", WS, "--out", str(tmp_path / "run.jsonl")]) == 0
     capsys.readouterr()
     expected = shows(url, WS, len(commits), capsys)
