@@ -5,12 +5,22 @@ and its own keep-alive connection (``benchmarks.http.KeepAlive``, so the client'
 two-core machine), commits one observation per request: on one side ``POST /workspaces/{id}/contributions``,
 on the other a JSON-RPC ``tools/call`` of ``submit`` posted to ``/mcp`` (stateless streamable HTTP, a JSON
 answer). ``mcp_vs_http`` is the ratio of commits per second (goal >= 0.5); ``mcp_tool_call_p99_ms`` the p99 of
-a tool call as the writers saw it.
+a tool call as the writers saw it. The two sides alternate which runs first from round to round, so a change
+in the machine's other load during a round does not always favour the same side.
+
+``mcp_cpu_vs_http`` is the same comparison in server CPU (user and system seconds of the ``caseboard serve``
+process per commit, from /proc: HTTP's over MCP's), and ``mcp_server_cpu_per_call_ms`` the CPU of one tool
+call: figures of cost that other processes on a shared machine do not move, where a rate depends on how much
+of the two cores the server gets.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from benchmarks.context import BenchContext, median
 from benchmarks.http import WRITERS, KeepAlive, _observation, _open, _p99, _run_writers, _server_process
@@ -42,8 +52,51 @@ def _tool_call(request_id: int, workspace_id: str, obs_id: str) -> bytes:
     return json.dumps(message).encode()
 
 
-def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[float, list[float]]]:
-    """One round on a fresh schema: ((HTTP rate, latencies), (MCP rate, latencies))."""
+def _server_cpu_s(port: int) -> float | None:
+    """CPU seconds (user and system) the ``caseboard serve`` child listening on ``port`` has used so far, from
+    /proc; None where there is no /proc or no such child. A figure of cost that the machine's other load does
+    not change, unlike a rate."""
+    me = Path(f"/proc/{os.getpid()}/task")
+    if not me.is_dir():
+        return None
+    children: set[int] = set()
+    for task in me.iterdir():
+        try:  # a thread can end between the listing and the read
+            children.update(int(pid) for pid in (task / "children").read_text().split())
+        except OSError:
+            continue
+    for pid in children:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"serve" not in command or str(port).encode() not in command:
+                continue
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return None
+
+
+@dataclass
+class Side:
+    """One side of a round: its commits per second, the latencies its writers saw, the server's CPU per
+    commit (seconds, None without /proc)."""
+
+    rate: float
+    latencies: list[float]
+    cpu_per_commit: float | None
+
+
+def _measured(port: int, commits: int, submit: Callable[[int, int], None]) -> Side:
+    before = _server_cpu_s(port)
+    rate, latencies = _run_writers(WRITERS, commits, submit)
+    after = _server_cpu_s(port)
+    cpu = None if before is None or after is None else (after - before) / (WRITERS * commits)
+    return Side(rate, latencies, cpu)
+
+
+def _round(url: str, commits: int, mcp_first: bool) -> tuple[Side, Side]:
+    """One round on a fresh schema: (the HTTP side, the MCP side), run in the order ``mcp_first`` says."""
     app = build_app(Settings(), database_url=url)
     keys = open_key_store(url)
     try:
@@ -55,10 +108,10 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
                 assert coordinator.submit(parse_contribution(opened))["ok"]
         tokens = [keys.create(f"specialist-{n}", (Role.SPECIALIST,), "bench").token for n in range(WRITERS)]
         with _server_process(url) as port:
-            plain = [KeepAlive(port, tokens[n]) for n in range(WRITERS)]
-            tools = [KeepAlive(port, tokens[n]) for n in range(WRITERS)]
-            for connection in tools:
-                connection.headers += MCP_HEADERS
+            # Each side connects just before it runs: the server closes a keep-alive connection left idle past
+            # its timeout, which the other side can outlast on a busy machine.
+            plain: list[KeepAlive] = []
+            tools: list[KeepAlive] = []
 
             def over_http(n: int, i: int) -> None:
                 body = json.dumps({"items": [_observation(f"obs-{i}")]}).encode()
@@ -69,12 +122,26 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
                 status, payload = tools[n].post("/mcp", _tool_call(i + 1, f"mcp-{n}", f"obs-{i}"))
                 assert status == 200 and b'"isError":false' in payload.replace(b" ", b""), payload
 
-            over_mcp(0, -1)  # the first call builds the tool's caches: not measured
-            http_side = _run_writers(WRITERS, commits, over_http)
-            mcp_side = _run_writers(WRITERS, commits, over_mcp)
+            def http_side() -> Side:
+                plain.extend(KeepAlive(port, tokens[n]) for n in range(WRITERS))
+                return _measured(port, commits, over_http)
+
+            def mcp_side() -> Side:
+                tools.extend(KeepAlive(port, tokens[n]) for n in range(WRITERS))
+                for connection in tools:
+                    connection.headers += MCP_HEADERS
+                over_mcp(0, -1)  # the first call builds the tool's caches: not measured
+                return _measured(port, commits, over_mcp)
+
+            if mcp_first:
+                over_mcp_side = mcp_side()
+                over_http_side = http_side()
+            else:
+                over_http_side = http_side()
+                over_mcp_side = mcp_side()
             for connection in (*plain, *tools):
                 connection.close()
-        return http_side, mcp_side
+        return over_http_side, over_mcp_side
     finally:
         keys.close()
         app.close()
@@ -83,22 +150,34 @@ def _round(url: str, commits: int) -> tuple[tuple[float, list[float]], tuple[flo
 def run(ctx: BenchContext) -> dict[str, float]:
     configure_logging("warning", cache=True)  # the section has a process of its own
     commits = 50 if ctx.quick else 500
-    ratios, mcp_rates, http_rates, p99s = [], [], [], []
+    ratios, mcp_rates, http_rates, p99s, cpu_ratios, mcp_cpus = [], [], [], [], [], []
     for round_number in range(ctx.rounds):
         with ctx.fresh_schema() as url:
-            (http_rate, _), (mcp_rate, mcp_latencies) = _round(url, commits)
-        ratios.append(mcp_rate / http_rate)
-        mcp_rates.append(mcp_rate)
-        http_rates.append(http_rate)
-        p99s.append(_p99(mcp_latencies) * 1000)
+            over_http, over_mcp = _round(url, commits, mcp_first=round_number % 2 == 1)
+        ratios.append(over_mcp.rate / over_http.rate)
+        mcp_rates.append(over_mcp.rate)
+        http_rates.append(over_http.rate)
+        p99s.append(_p99(over_mcp.latencies) * 1000)
+        cpu = ""
+        if over_http.cpu_per_commit and over_mcp.cpu_per_commit:
+            cpu_ratios.append(over_http.cpu_per_commit / over_mcp.cpu_per_commit)
+            mcp_cpus.append(over_mcp.cpu_per_commit * 1000)
+            cpu = (
+                f"; server CPU per commit: HTTP {over_http.cpu_per_commit * 1000:.2f} ms, "
+                f"MCP {over_mcp.cpu_per_commit * 1000:.2f} ms"
+            )
         print(
-            f"  round {round_number + 1}, {WRITERS} writers: HTTP {http_rate:.0f} commits/s, "
-            f"MCP tool calls {mcp_rate:.0f} commits/s (p99 {p99s[-1]:.1f} ms)",
+            f"  round {round_number + 1}, {WRITERS} writers: HTTP {over_http.rate:.0f} commits/s, "
+            f"MCP tool calls {over_mcp.rate:.0f} commits/s (p99 {p99s[-1]:.1f} ms){cpu}",
             flush=True,
         )
-    return {
+    figures = {
         "mcp_submit_per_s": median(mcp_rates),
         "mcp_http_submit_per_s": median(http_rates),
         "mcp_vs_http": median(ratios),
         "mcp_tool_call_p99_ms": median(p99s),
     }
+    if cpu_ratios:
+        figures["mcp_cpu_vs_http"] = median(cpu_ratios)
+        figures["mcp_server_cpu_per_call_ms"] = median(mcp_cpus)
+    return figures

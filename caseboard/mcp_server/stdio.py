@@ -9,6 +9,7 @@ Standard output carries only the protocol; logs go to standard error.
 from __future__ import annotations
 
 import anyio
+from mcp.server.stdio import stdio_server
 
 from caseboard.api.auth import authorize
 from caseboard.api.errors import ApiError
@@ -41,4 +42,9 @@ def serve_stdio(app: App, keys: KeyStore, credentials: Credentials, *, trust_tim
     check(keys, credentials)
     services = Services(app=app, keys=keys, trust_timestamps=trust_timestamps, key_cache=KeyCache(1.0))
     server = build_server(services, credentials=credentials)
-    anyio.run(server.run_stdio_async)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)

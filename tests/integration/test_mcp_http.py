@@ -312,3 +312,53 @@ def test_a_request_without_a_valid_key_is_answered_401_unauthenticated(served: t
         answer = httpx.post(f"{server.base_url}/mcp", json=ping, headers={**headers, **auth})
         assert answer.status_code == 401
         assert answer.json()["reason"] == "unauthenticated"
+
+
+def test_an_unknown_tool_or_resource_is_an_invalid_refusal_naming_it(served: tuple[ServeProcess, str]) -> None:
+    server, url = served
+    reader = token(url, "unknowns", "reporter")
+
+    async def scenario() -> tuple[dict[str, Any], Any]:
+        async with over_http(server.base_url, reader) as client:
+            unknown_tool = await call(client, "delete_workspace", {"workspace_id": "ws-any"})
+            with pytest.raises(MCPError) as unknown_resource:
+                await client.read_resource("caseboard://workspaces/ws-any/secrets")
+            return unknown_tool, unknown_resource.value.error.data
+
+    tool_refusal, resource_refusal = anyio.run(scenario)
+    assert (tool_refusal["reason"], tool_refusal["field"], tool_refusal["retryable"]) == ("invalid", "name", False)
+    assert "submit" in tool_refusal["message"]  # it names the tools there are
+    assert (resource_refusal["reason"], resource_refusal["field"]) == ("invalid", "uri")
+    assert "caseboard://workspaces/{workspace_id}/view" in resource_refusal["message"]
+
+
+def test_the_sdks_routing_header_checks_still_apply_to_a_tool_call(served: tuple[ServeProcess, str]) -> None:
+    """Skipping the ``Mcp-Param-*`` walk for tools that declare no such header leaves the SDK's other checks:
+    a ``Mcp-Name`` that is not the body's tool is refused; an ``Mcp-Param-*`` header no tool declares is
+    ignored, as the check ignores it, and the call commits."""
+    server, url = served
+    operator = token(url, "op-headers", "operator")
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = {
+        "Authorization": f"Bearer {operator}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+    }
+
+    def post(name_header: str, arguments: dict[str, Any], **extra: str) -> httpx.Response:
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "submit", "arguments": arguments, "_meta": meta},
+        }
+        return httpx.post(f"{server.base_url}/mcp", json=message, headers={**headers, "Mcp-Name": name_header, **extra})
+
+    mismatched = post("whoami", open_arguments("ws-headers"))
+    assert mismatched.status_code == 400, mismatched.text
+    assert "mcp-name" in mismatched.json()["error"]["message"].lower()
+    undeclared = post("submit", open_arguments("ws-headers"), **{"Mcp-Param-Workspace": "somewhere-else"})
+    assert undeclared.status_code == 200, undeclared.text
+    result = undeclared.json()["result"]
+    assert result["isError"] is False and result["structuredContent"]["workspace_version"] == 1
