@@ -30,8 +30,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from caseboard.app import App
-from caseboard.domain.errors import CaseboardError
-from caseboard.projections.health import CHANGES, OUTCOMES, HealthFold
+from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.projections.health import CHANGES, OUTCOMES, HealthFold, tenant_health
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 OUTCOME_BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0)
@@ -77,11 +77,12 @@ class Metrics:
         )
         self.health: LedgerHealth | None = None
 
-    def watch(self, app: App) -> None:
+    def watch(self, app: App) -> LedgerHealth:
         """Also export the coordination health of every workspace of ``app``'s ledger, computed at each scrape."""
         if self.health is None:
             self.health = LedgerHealth(app)
             self.registry.register(self.health)
+        return self.health
 
     def outcome(self, outcome: dict[str, Any]) -> None:
         if outcome.get("ok"):
@@ -154,6 +155,16 @@ class LedgerHealth(Collector):
             return False
         self.last_seconds = time.perf_counter() - started
         return True
+
+    def of_tenant(self, tenant_id: str) -> dict[str, Any]:
+        """The health of a tenant's workspaces at their heads, summed (``tenant_health``), from the same folds
+        as the scrape; ``LedgerUnavailable`` when the ledger could not be read."""
+        with self._lock:
+            if not self.refresh():
+                raise LedgerUnavailable("the ledger could not be read for the tenant's health; retry")
+            ids = self.catalog.tenants.get(tenant_id, []) if self.catalog is not None else []
+            reports = [self.folds[ws].report() for ws in ids if ws in self.folds and self.folds[ws].version]
+        return tenant_health(reports)
 
     def collect(self) -> Iterator[Any]:
         with self._lock:

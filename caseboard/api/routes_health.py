@@ -1,4 +1,5 @@
-"""``GET /workspaces/{id}/health``: a workspace's coordination health, for the key's tenant (docs/health.md).
+"""``GET /workspaces/{id}/health``: a workspace's coordination health, for the key's tenant; ``GET /tenant/health``:
+the key's tenant's workspaces summed (docs/health.md).
 
 The figures are those of ``caseboard health WORKSPACE --format json``: folded from the ledger as of the head
 or ``?version=N`` (``caseboard/projections/health.py``), after the chain under them is checked. A workspace of
@@ -57,3 +58,26 @@ def workspace_health(
         return JSONResponse(error.to_body(), status_code=409)
     report = ledger_health(svc.app.ledger, workspace_id, upto)
     return JSONResponse({**report, "meaning": FIGURES})
+
+
+TENANT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["tenant_id", "workspaces", "invalidations", "outstanding_work", "outcomes"],
+    "additionalProperties": True,
+}
+
+
+@router.get(
+    "/tenant/health",
+    summary="Coordination health of the key's tenant: its workspaces' figures at their heads, summed",
+    responses={
+        200: {
+            "content": {"application/json": {"schema": TENANT_SCHEMA}},
+            "description": "the tenant's figures summed over its workspaces, with what each means (`meaning`)",
+        },
+        **ERROR_RESPONSES,
+    },
+)
+def tenant_health(who: CallerDep, svc: ServicesDep) -> JSONResponse:
+    figures = svc.metrics.watch(svc.app).of_tenant(who.tenant_id)  # the folds /metrics keeps (ADR 0106)
+    return JSONResponse({"tenant_id": who.tenant_id, **figures, "meaning": FIGURES})

@@ -12,7 +12,7 @@ import pytest
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.errors import Refused
 from caseboard.ledger import open_ledger
-from caseboard.projections.health import FIGURES, health, ledger_health
+from caseboard.projections.health import FIGURES, health, ledger_health, tenant_health
 from caseboard.replay.records import read_file
 from caseboard.replay.transfer import export
 from tests.conftest import caseboard
@@ -117,3 +117,20 @@ def test_http_health_is_the_ledgers_figures_for_the_keys_tenant_only(server: Run
     assert other.json()["reason"] == missing.json()["reason"] == "unknown_workspace"
     assert other.json()["ok"] is False
     assert server.client("not-a-key").get("/workspaces/ws-health/health").status_code == 401
+
+
+def test_http_tenant_health_sums_the_keys_tenants_workspaces_only(server: RunningServer) -> None:
+    other = server.as_("op-b", "operator", tenant="tenant-b")
+    assert other.post("/workspaces", json=open_body("ws-health-b", tenant="tenant-b")).status_code == 201
+    request = {"type": "work_request", "request_id": "logs-1", "kind": "log_query", "target": "auth logs"}
+    planner_b = server.as_("planner-b", "planner", tenant="tenant-b")
+    assert planner_b.post("/workspaces/ws-health-b/contributions", json={"items": [request]}).status_code == 201
+    reader_a = server.as_("planner-1", "planner")
+    body_a = reader_a.get("/tenant/health").json()
+    assert body_a["tenant_id"] == "tenant-a" and body_a["workspaces"] == 1
+    assert body_a["outstanding_work"]["awaiting_result"] == 0
+    assert body_a["refusals_by_reason"] == "not instrumented"
+    body_b = planner_b.get("/tenant/health").json()
+    expected = tenant_health([ledger_health(server.app.ledger, "ws-health-b")])
+    assert body_b == {"tenant_id": "tenant-b", **expected, "meaning": FIGURES}
+    assert server.client("not-a-key").get("/tenant/health").status_code == 401
