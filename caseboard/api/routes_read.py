@@ -23,6 +23,7 @@ from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.projections.timeline import timeline as timeline_entries
+from caseboard.reducers import tenant_of
 from caseboard.replay.audit import ChainBroken, guard_for
 
 router = APIRouter(tags=["reading"])
@@ -167,6 +168,6 @@ def view(
     state = workspaces.state_at(workspace_id, version)
     commits = svc.app.ledger.read(workspace_id, upto=state.version)
     when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
-    excerpts = excerpts_for(lambda: svc.app.artifacts, state.tenant_id, commits)  # docs/adr/0081
+    excerpts = excerpts_for(lambda: svc.app.artifacts, tenant_of(state), commits)  # docs/adr/0081
     built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name, as_of=when, excerpts=excerpts)
     return JSONResponse(built.model_dump(mode="json"))

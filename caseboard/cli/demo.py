@@ -26,6 +26,7 @@ from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.model_view import build_view
+from caseboard.reducers import tenant_of
 
 EVIDENCE = (
     # (file in the scenario data, media type, source system, who stores and cites it, observation cited)
@@ -186,7 +187,7 @@ def cite_evidence(app: App, coordinator: Any, workspace_id: str, stored: list[tu
         cited.append(obs_id)
     state = app.workspaces.current(workspace_id)
     commits = app.ledger.read(workspace_id)
-    excerpts = excerpts_for(lambda: app.artifacts, state.tenant_id, commits)
+    excerpts = excerpts_for(lambda: app.artifacts, tenant_of(state), commits)
     view = build_view(state, commits, Role.SPECIALIST, VIEW_BUDGET, app.workspaces.reducer.name, excerpts=excerpts)
     out.write(f"\nAs the model-facing view of version {state.version} shows them (role specialist):\n\n")
     for entry in view.entries:

@@ -25,6 +25,7 @@ from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
 from caseboard.ledger.base import Ledger
 from caseboard.projections.workspaces import Unit, Workspaces
+from caseboard.reducers import tenant_of
 
 log = structlog.get_logger("caseboard.coordinator")
 
@@ -131,9 +132,10 @@ class Coordinator:
                 at = self._at(contribution)
                 return decide(state, contribution, at, self.workspaces.reducer, citations), citations
             except Unresolved:
-                if citations is not None or self.artifacts is None or state.tenant_id is None:
+                tenant = tenant_of(state)
+                if citations is not None or self.artifacts is None or tenant is None:
                     raise
-                citations = self._resolve(state.tenant_id, contribution)
+                citations = self._resolve(tenant, contribution)
             except Behind as behind:
                 unit.catch_up()
                 raise self._conflict(unit, behind.expected) from None

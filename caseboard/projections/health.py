@@ -34,7 +34,7 @@ from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import Ledger
-from caseboard.reducers import Reducer, WorkspaceState, get_reducer
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
 
 NOT_INSTRUMENTED = "not instrumented"
 """A figure that was never measured: never shown as 0."""
@@ -237,7 +237,7 @@ class HealthFold:
         return {
             "schema_version": SCHEMA_VERSION,
             "workspace_id": state.workspace_id,
-            "tenant_id": state.tenant_id,
+            "tenant_id": tenant_of(state),
             "workspace_version": state.version,
             "reducer_version": self.reducer.name,
             "as_of": _iso(at) if at else None,

@@ -30,7 +30,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
 from caseboard.projections.shape import shape_fingerprint
-from caseboard.reducers import Reducer, WorkspaceState, get_reducer
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
 
 log = structlog.get_logger("caseboard.projections")
 
@@ -174,7 +174,7 @@ class Workspaces:
             state = self.cached(workspace_id)
         except KeyError:  # evicted by another thread as it was looked up
             return None
-        return state.tenant_id if state is not None and state.opened else None
+        return tenant_of(state) if state is not None else None
 
     def tenant_of(self, workspace_id: str, wait_s: float) -> str | None:
         """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist. An opened
@@ -193,7 +193,7 @@ class Workspaces:
                 state = self.current(workspace_id)
             if not state.opened:
                 self.forget(workspace_id)
-            return state.tenant_id
+            return tenant_of(state)
         finally:
             lock.release()
 
@@ -340,7 +340,7 @@ class Workspaces:
         state = reducer.load(snapshot.data)
         if state.version != version or state.workspace_id != workspace_id:
             raise SnapshotRejected(version, f"it holds version {state.version} of {state.workspace_id!r}")
-        if state.tenant_id != self._opened_in(workspace_id):
+        if tenant_of(state) != self._opened_in(workspace_id):
             raise SnapshotRejected(version, "its tenant is not the one the chain opened the workspace in")
         return state
 

@@ -27,6 +27,18 @@ CURRENT = "workspace-rules-v3"
 """The reducer the coordinator decides with and ``show`` renders by default (ADR 0038)."""
 
 
+def tenant_of(state: WorkspaceState) -> str | None:
+    """The tenant a workspace belongs to: the ``tenant_id`` of the scope its ``open`` item recorded, None before
+    it is opened. Not reducer semantics, and so not a released reducer's: it is read here, from the open item's
+    scope that every reducer's state keeps, the same under every reducer (the coordinator refuses a
+    ``constraints`` item that would move a workspace to another tenant). The HTTP visibility check and the fast
+    path read it through ``Workspaces.tenant_of`` / ``cached_tenant``."""
+    if not state.opened:
+        return None
+    tenant = state.scope.get("tenant_id")
+    return None if tenant is None else str(tenant)
+
+
 def get_reducer(name: str | None = None) -> Reducer[WorkspaceState]:
     """The registered reducer ``name`` (``CURRENT`` by default), or ``UnknownReducer`` naming the known ones."""
     reducer: Reducer[WorkspaceState] = REDUCERS.get_reducer(name or CURRENT)
@@ -50,4 +62,5 @@ __all__ = [
     "finding",
     "get_reducer",
     "sources",
+    "tenant_of",
 ]

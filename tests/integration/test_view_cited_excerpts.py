@@ -14,6 +14,7 @@ from caseboard.coordinator import parse_contribution
 from caseboard.domain.items import Role
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.model_view import CITED_CHARS, REMOVED, build_view
+from caseboard.reducers import tenant_of
 from caseboard.settings import Settings
 from tests.unit.board import obs, open_item
 
@@ -37,7 +38,7 @@ def submit(app: App, role: str, items: list[dict[str, Any]]) -> None:
 def view(app: App) -> Any:
     state = app.workspaces.current("ws-1")
     commits = app.ledger.read("ws-1")
-    excerpts = excerpts_for(lambda: app.artifacts, state.tenant_id, commits)
+    excerpts = excerpts_for(lambda: app.artifacts, tenant_of(state), commits)
     return build_view(state, commits, Role.SPECIALIST, 6000, app.workspaces.reducer.name, excerpts=excerpts)
 
 

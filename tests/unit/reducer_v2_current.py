@@ -1,5 +1,5 @@
 """A pytest plugin (``-p tests.unit.reducer_v2_current``): ``workspace-rules-v2`` is the current reducer for the
-whole run, set before any test module is imported, and the tests of what only v3 does are left out (their v2
+whole run, set when pytest is configured (before any test module is imported), and the tests of what only v3 does are left out (their v2
 counterparts are in tests/unit/test_suites_under_v2.py). Used by that test, never on its own by CI."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import pytest
 import caseboard.reducers
 
 V2 = "workspace-rules-v2"
-caseboard.reducers.CURRENT = V2
 
 V3_ONLY = {
     # idempotency keys per principal (ADR 0037): v2 keeps one key per workspace
@@ -36,6 +35,12 @@ V3_ONLY = {
     "test_a_workspace_whose_checks_are_incomplete_when_the_cycles_run_out_ends_evidence_incomplete",
     "tests/unit/test_view_reviews_and_checks.py::test_a_completed_rest_leaves_no_coverage_missing",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported (a ``-p`` plugin is configured before collection): importing this
+    module for ``V3_ONLY`` changes nothing."""
+    caseboard.reducers.CURRENT = V2
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -191,11 +191,6 @@ class WorkspaceState:
         layered: dict[str, Any] = {name: ChainMap({}, getattr(self, name)) for name in self.MAPPINGS}
         return dataclasses.replace(self, scope=dict(self.scope), limits=dict(self.limits), **layered)
 
-    @property
-    def tenant_id(self) -> str | None:
-        """The tenant of an opened workspace (its scope's ``tenant_id``); None before it is opened."""
-        return self.scope.get("tenant_id") if self.opened else None
-
     def is_selected(self, item_id: str) -> bool:
         return self.selected.get(item_id, False)
 
