@@ -38,7 +38,7 @@ def store(store_url: str) -> Iterator[ArtifactStore]:
 def body_and_lines(seed: int) -> tuple[bytes, list[bytes]]:
     """Lines of every length: empty ones, short ones, and some longer than an index step or a block."""
     rng = random.Random(seed)
-    lines = []
+    lines: list[bytes] = []
     size = 0
     while size < 2 * BLOCK + LINE_STEP // 3:
         pick = rng.random()
