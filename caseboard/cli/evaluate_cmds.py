@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from caseboard.app import build_app
 from caseboard.domain.errors import ConfigurationError
 from caseboard.evaluation.figures import Pricing
 from caseboard.evaluation.incident import load_corpus
 from caseboard.evaluation.report import markdown_table
 from caseboard.evaluation.run import ARMS, SCRIPTED, Options, check_options, evaluate
+from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 BUDGET_KEYS = ("cycles", "tokens")
@@ -54,6 +56,9 @@ def register(commands: Any) -> None:
     evaluate_parser.add_argument(
         "--out", default="evaluation-report", help="where to write (default ./evaluation-report)"
     )
+    evaluate_parser.add_argument(
+        "--verbose", action="store_true", help="log every commit and controller decision (default: warnings only)"
+    )
     evaluate_parser.set_defaults(handler=cmd_evaluate, no_app=True)
 
 
@@ -69,9 +74,12 @@ def cmd_evaluate(_: Any, args: argparse.Namespace) -> int:
         pricing=Pricing(args.price_per_mtok),
     )
     check_options(options)
+    settings = Settings.from_env()
+    if not args.verbose:  # thousands of simulated commits: their log lines would drown the table
+        configure_logging("warning", settings.log_format)
     incidents = load_corpus(Path(args.corpus))
     out = Path(args.out)
-    result = evaluate(incidents, options, out, Settings.from_env())
+    result = evaluate(incidents, options, out, lambda url: build_app(settings, database_url=url))
     sys.stdout.write(markdown_table(result))
     sys.stdout.write(
         f"\n{len(result['runs'])} runs; figures in {out / 'evaluation.json'}, report in {out / 'report.html'}\n"

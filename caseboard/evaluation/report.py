@@ -25,7 +25,8 @@ LIMITS = (
     "freshness when it reads evidence, and has no flag for instruction-like text.",
     "The corpus is generated from declared scenarios written by the project that built the workspace: its "
     "traps are the ones the workspace was designed against. Real recorded incidents may hold other failure "
-    "modes, and 22 incidents give no statistical confidence; a difference of one or two runs is not a result.",
+    "modes, and a corpus of a few dozen incidents gives no statistical confidence; a difference of one or two "
+    "runs is not a result.",
     "Time is simulated: recorded arrival delays and a fixed 30 s per participant turn; no model latency, no "
     "queueing, no broker. Tokens are estimated from the size of what each invocation reads (4 characters a "
     "token plus a fixed prompt); output tokens are not counted; cost is tokens at the configured price.",
@@ -49,6 +50,12 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return html.escape("-" if value is None else str(value))
+
+
+def budget_text(budget: dict[str, Any]) -> str:
+    cycles = budget["cycles"] or "each incident's own limit"
+    tokens = budget["tokens"] or "unlimited"
+    return f"cycles {cycles}, tokens {tokens}"
 
 
 def totals_table(result: dict[str, Any]) -> list[list[str]]:
@@ -122,7 +129,8 @@ def write_report(result: dict[str, Any], out: Path) -> None:
         "<style>body{font-family:sans-serif;max-width:72em;margin:2em auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:.25em .5em;font-size:.9em}.no{background:#fbe3e3}</style></head><body>",
         f"<h1>Workspace against a single bounded agent: {result['corpus']['incidents']} evaluation incidents</h1>",
-        f"<p>Participants: {html.escape(result['participants'])}. Budget: {html.escape(str(result['budget']))}. "
+        f"<p>Participants: {html.escape(result['participants'])}. "
+        f"Budget: {html.escape(budget_text(result['budget']))}. "
         f"Price: ${result['pricing']['price_per_mtok']} per million tokens.</p>",
         "<h2>What this does and does not show</h2><ul>",
         *(f"<li>{html.escape(text)}</li>" for text in result["limits"]),

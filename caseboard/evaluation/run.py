@@ -16,11 +16,12 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from caseboard.app import App, build_app
+from caseboard.coordinator.service import Coordinator
 from caseboard.domain.errors import ConfigurationError
 from caseboard.evaluation.cast import Planner, Verifier
 from caseboard.evaluation.ending import Ending
@@ -30,14 +31,34 @@ from caseboard.evaluation.report import LIMITS, write_report
 from caseboard.evaluation.single_agent import SingleAgent
 from caseboard.evaluation.tools import Tools
 from caseboard.evaluation.workspace_arm import WorkspaceRun
+from caseboard.evidence import ArtifactStore
+from caseboard.ledger import EventsourcingLedger
+from caseboard.projections import Workspaces
 from caseboard.replay.transfer import export
-from caseboard.settings import Settings
 from caseboard.workers.plugins import load_participants
 from caseboard.workers.runtime import Participant
 
 ARMS = ("workspace", "single-agent")
 SCRIPTED = "scripted"
 RESULT_FORMAT = "caseboard.evaluation-result/1"
+
+
+class Wired(Protocol):
+    """What the workspace arm runs on: the parts the composition root wires (caseboard.app.App)."""
+
+    ledger: EventsourcingLedger
+    workspaces: Workspaces
+
+    @property
+    def artifacts(self) -> ArtifactStore: ...
+
+    def coordinator(self, *, trust_timestamps: bool = False) -> Coordinator: ...
+
+    def close(self) -> None: ...
+
+
+Opener = Callable[[str], Wired]
+"""Builds the parts on the ledger at a database URL (the command line passes ``build_app``)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +92,7 @@ def cast_for(options: Options, incident: EvaluationIncident, tools: Tools) -> di
     return {audience: loaded[audience] for audience in ("planner", "verifier") if audience in loaded}
 
 
-def run_workspace(app: App, incident: EvaluationIncident, options: Options, out: Path) -> Ending:
+def run_workspace(app: Wired, incident: EvaluationIncident, options: Options, out: Path) -> Ending:
     tenant = incident.scope["tenant_id"]
 
     def store(data: bytes) -> str:
@@ -105,12 +126,12 @@ def run_single_agent(incident: EvaluationIncident, options: Options, out: Path) 
     return agent.ending(record)
 
 
-def evaluate(incidents: list[EvaluationIncident], options: Options, out: Path, settings: Settings) -> dict[str, Any]:
+def evaluate(incidents: list[EvaluationIncident], options: Options, out: Path, open_app: Opener) -> dict[str, Any]:
     check_options(options)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="caseboard-evaluation-") as scratch:
-        app = build_app(settings, database_url=f"sqlite:///{scratch}/ledger.db")
+        app = open_app(f"sqlite:///{scratch}/ledger.db")
         try:
             for incident in incidents:
                 for arm in options.arms:

@@ -219,7 +219,7 @@ LAYERS: dict[str, set[str]] = {
         "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
     },
     "scenarios": set(),
-    "evaluation": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "replay", "settings", "workers"},
+    "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
     "__main__": {"cli"},
 }  # fmt: skip
 
