@@ -25,6 +25,13 @@ class Settings:
     heartbeat_ms: int = 60_000
     worker_poll_ms: int = 10
     artifact_max_bytes: int = 256 * 1024 * 1024
+    trust_timestamps: bool = False
+    """Decide with a contribution's own ``at`` rather than the server's clock (``CASEBOARD_TRUST_TIMESTAMPS=1``,
+    ``caseboard serve --trust-timestamps``): for replaying recorded incidents."""
+    dispatch_test_hook: str | None = None
+    """A fault the dispatcher plays for the crash tests (``CASEBOARD_DISPATCH_TEST_HOOK``; never in production)."""
+    worker_test_hook: str | None = None
+    """A fault a worker plays for the crash tests (``CASEBOARD_WORKER_TEST_HOOK``; never in production)."""
     model_url: str | None = None
     """An OpenAI-compatible endpoint for model-backed participants (``caseboard agent``; docs/participants.md)."""
     model: str | None = None
@@ -48,6 +55,9 @@ class Settings:
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
             worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
             artifact_max_bytes=_int(env, "CASEBOARD_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024),
+            trust_timestamps=env.get("CASEBOARD_TRUST_TIMESTAMPS") == "1",
+            dispatch_test_hook=env.get("CASEBOARD_DISPATCH_TEST_HOOK") or None,
+            worker_test_hook=env.get("CASEBOARD_WORKER_TEST_HOOK") or None,
             model_url=env.get("CASEBOARD_MODEL_URL") or None,
             model=env.get("CASEBOARD_MODEL") or None,
             model_api_key=env.get("CASEBOARD_MODEL_API_KEY") or None,

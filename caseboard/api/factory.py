@@ -7,8 +7,6 @@ arbitrates between them as it does between any writers (DESIGN.md §5).
 
 from __future__ import annotations
 
-import os
-
 from fastapi import FastAPI
 
 from caseboard.api.server import create_app
@@ -18,6 +16,7 @@ from caseboard.logs import configure_logging
 from caseboard.settings import Settings
 
 TRUST_TIMESTAMPS = "CASEBOARD_TRUST_TIMESTAMPS"
+"""How ``caseboard serve --workers N`` hands ``--trust-timestamps`` to its workers (``Settings.trust_timestamps``)."""
 
 
 def from_environment() -> FastAPI:
@@ -25,4 +24,4 @@ def from_environment() -> FastAPI:
     configure_logging(settings.log_level, settings.log_format, cache=True)  # a server worker process
     app = build_app(settings)
     keys = open_key_store(settings.database_url, pool_size=settings.pool_size)
-    return create_app(app, keys, trust_timestamps=os.environ.get(TRUST_TIMESTAMPS) == "1", close_on_shutdown=True)
+    return create_app(app, keys, trust_timestamps=settings.trust_timestamps, close_on_shutdown=True)

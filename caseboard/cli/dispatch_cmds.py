@@ -92,7 +92,12 @@ def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
         )
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
-    config = DispatchConfig(name=args.name, poll_s=args.poll, redrive_after_s=args.redrive_after)
+    config = DispatchConfig(
+        name=args.name,
+        poll_s=args.poll,
+        redrive_after_s=args.redrive_after,
+        test_hook=app.settings.dispatch_test_hook,
+    )
     dispatcher = build_dispatcher(app, store, broker, config)
     stop = _stop_on_signals()
     wait, close = waiter(app, stop)

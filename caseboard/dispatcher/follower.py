@@ -32,7 +32,6 @@ from caseboard.reducers import WorkspaceState, get_reducer
 log = structlog.get_logger("caseboard.dispatcher")
 
 SETTLE_DELAYS = (0.0, 0.001, 0.002, 0.004, 0.008, 0.016)
-HOOK_ENV = "CASEBOARD_DISPATCH_TEST_HOOK"
 """Fault-injection for tests: ``exit-after-send`` or ``pause-after-send`` (before the position is stored)."""
 
 
@@ -44,6 +43,9 @@ class DispatchConfig:
     redrive_after_s: float = 60.0
     redrive_every_s: float = 5.0
     states_kept: int = 1024
+    test_hook: str | None = None
+    """A fault to play for the crash tests (``Settings.dispatch_test_hook``): ``exit-after-send`` or
+    ``pause-after-send``."""
 
 
 class Dispatcher:
@@ -161,7 +163,7 @@ class Dispatcher:
             self._declared.add(queue)
 
     def _hook(self) -> None:
-        hook = os.environ.get(HOOK_ENV)
+        hook = self.config.test_hook
         if hook == "exit-after-send":
             log.warning("dispatch_test_hook", hook=hook, position=list(self.position))
             os._exit(70)

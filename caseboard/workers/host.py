@@ -27,7 +27,6 @@ from caseboard.workers.runtime import ContributionRefused, Participant, RetryBud
 
 log = structlog.get_logger("caseboard.workers")
 
-HOOK_ENV = "CASEBOARD_WORKER_TEST_HOOK"
 """Fault-injection for tests: ``pause-after-effect:QUEUE`` blocks after the effect, before ``finish``."""
 
 DEFAULT_KINDS = (
@@ -57,8 +56,11 @@ class ConsumerHost:
         *,
         kinds: tuple[str, ...] = DEFAULT_KINDS,
         max_attempts: int = 5,
+        test_hook: str | None = None,
     ) -> None:
+        """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``)."""
         self.store = store
+        self.test_hook = test_hook
         self.coordinator = coordinator
         self.participants = dict(participants)
         self.controller = controller
@@ -101,7 +103,7 @@ class ConsumerHost:
                     self._effect(notification, self.controller)
         else:
             self._effect(notification, self._participant(notification))
-        if os.environ.get(HOOK_ENV) == f"pause-after-effect:{consumer}":
+        if self.test_hook == f"pause-after-effect:{consumer}":
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
         if self.store.finish(consumer, notification.id, views):

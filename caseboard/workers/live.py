@@ -56,7 +56,9 @@ def build_host(
         return ConsumerHost(store, None, {}, kinds=kinds)
     cast = load_participants(participants, kinds)
     controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
-    return ConsumerHost(store, app.coordinator(), cast, controller, kinds=kinds)
+    return ConsumerHost(
+        store, app.coordinator(), cast, controller, kinds=kinds, test_hook=app.settings.worker_test_hook
+    )
 
 
 def start_worker(

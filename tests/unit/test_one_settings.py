@@ -1,0 +1,51 @@
+"""One ``Settings``, read once from the environment: production loops are handed what they need, never read it.
+
+The trust of timestamps and the crash tests' fault hooks are settings like any other; the dispatcher and the
+worker host get theirs from whoever builds them (``cli/dispatch_cmds.py``, ``workers/live.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from caseboard.dispatcher.follower import DispatchConfig
+from caseboard.domain.errors import ConfigurationError
+from caseboard.settings import Settings
+
+PACKAGE = Path(__file__).resolve().parents[2] / "caseboard"
+LOOPS = ("dispatcher/follower.py", "workers/host.py", "coordinator/service.py", "projections/workspaces.py")
+
+
+def test_the_environment_is_read_into_settings() -> None:
+    settings = Settings.from_env(
+        {
+            "CASEBOARD_TRUST_TIMESTAMPS": "1",
+            "CASEBOARD_DISPATCH_TEST_HOOK": "pause-after-send",
+            "CASEBOARD_WORKER_TEST_HOOK": "pause-after-effect:controller",
+        }
+    )
+    assert settings.trust_timestamps is True
+    assert settings.dispatch_test_hook == "pause-after-send"
+    assert settings.worker_test_hook == "pause-after-effect:controller"
+    plain = Settings.from_env({"CASEBOARD_TRUST_TIMESTAMPS": "0"})
+    assert (plain.trust_timestamps, plain.dispatch_test_hook, plain.worker_test_hook) == (False, None, None)
+    assert DispatchConfig().test_hook is None
+
+
+def test_a_bad_setting_is_one_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="CASEBOARD_POOL_SIZE"):
+        Settings.from_env({"CASEBOARD_POOL_SIZE": "many"})
+
+
+@pytest.mark.parametrize("module", LOOPS)
+def test_a_production_loop_never_reads_the_environment(module: str) -> None:
+    tree = ast.parse((PACKAGE / module).read_text())
+    reads = [
+        f"{module}:{node.lineno} {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv")
+    ]
+    assert reads == []
