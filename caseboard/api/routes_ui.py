@@ -11,7 +11,7 @@ checks it: a broken chain is shown up to the version before the first bad one, a
 from __future__ import annotations
 
 from html import escape
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import anyio
@@ -31,6 +31,15 @@ from caseboard.report.source import ledger_record
 router = APIRouter(prefix="/ui", tags=["auditor pages"])
 COOKIE = "caseboard_key"
 KeyCookie = Annotated[str | None, Cookie(alias=COOKIE, include_in_schema=False)]
+HTML_401: dict[int | str, dict[str, Any]] = {
+    401: {"description": "the sign-in form again: the key is unknown or revoked", "content": {"text/html": {}}}
+}
+SEE_OTHER: dict[int | str, dict[str, Any]] = {303: {"description": "on to /ui/"}}
+REFUSAL = {"application/json": {"schema": {"$ref": "#/components/schemas/Refusal"}}}
+JSON_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": answer["description"], "content": REFUSAL} for code, answer in ERROR_RESPONSES.items()
+}
+"""The API's refusals, declared as JSON (a page route's own answers are HTML)."""
 
 LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>caseboard: sign in</title>
 <style>body{{font:14px system-ui,sans-serif;margin:3em}}input{{width:32em}}</style></head><body>
@@ -71,7 +80,9 @@ def _login(message: str, status: int = 401) -> HTMLResponse:
     return HTMLResponse(LOGIN.format(message=escape(message)), status_code=status)
 
 
-@router.get("/", response_class=HTMLResponse, summary="Sign in, or pick a workspace of the key's tenant")
+@router.get(
+    "/", response_class=HTMLResponse, responses=HTML_401, summary="Sign in, or pick a workspace of the key's tenant"
+)
 async def index(request: Request, svc: ServicesDep, key: KeyCookie = None) -> Response:
     who = await _caller(request, svc, key)
     if who is None:
@@ -79,7 +90,12 @@ async def index(request: Request, svc: ServicesDep, key: KeyCookie = None) -> Re
     return HTMLResponse(INDEX.format(principal=escape(who.key.principal), tenant=escape(who.tenant_id)))
 
 
-@router.post("/login", response_class=HTMLResponse, summary="Check an API key and keep it in a cookie")
+@router.post(
+    "/login",
+    response_class=HTMLResponse,
+    responses={**SEE_OTHER, **HTML_401, 422: JSON_ERRORS[422]},
+    summary="Check an API key and keep it in a cookie",
+)
 async def login(svc: ServicesDep, token: Annotated[str, Form(max_length=512)]) -> Response:
     key = await anyio.to_thread.run_sync(_key, svc, token)
     if key is None:
@@ -89,7 +105,7 @@ async def login(svc: ServicesDep, token: Annotated[str, Form(max_length=512)]) -
     return response
 
 
-@router.get("/logout", summary="Forget the key's cookie")
+@router.get("/logout", response_class=RedirectResponse, status_code=303, summary="Forget the key's cookie")
 async def logout() -> Response:
     response = RedirectResponse("/ui/", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")
@@ -104,7 +120,7 @@ async def open_workspace(workspace: Annotated[str, Query(max_length=128)]) -> Re
 @router.get(
     "/workspaces/{workspace_id}",
     response_class=HTMLResponse,
-    responses=ERROR_RESPONSES,
+    responses=JSON_ERRORS,
     summary="The auditor's page of a workspace at any version (a slider moves between versions)",
 )
 async def workspace_page(
