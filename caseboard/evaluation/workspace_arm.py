@@ -15,6 +15,7 @@ is the record of the run: exported as it is, it replays and verifies like any re
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 from collections.abc import Callable, Mapping
@@ -62,7 +63,10 @@ def outcome_dict(outcome: Any) -> dict[str, Any]:
         method = getattr(outcome, name, None)
         if callable(method):
             return dict(method())
-    return {"ok": bool(getattr(outcome, "ok", False)), "reason": getattr(outcome, "reason", "unknown")}
+    if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
+        return dataclasses.asdict(outcome)
+    fields = ("ok", "workspace_version", "reason", "message")
+    return {name: getattr(outcome, name) for name in fields if hasattr(outcome, name)}
 
 
 @dataclass(order=True)
