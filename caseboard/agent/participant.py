@@ -140,12 +140,18 @@ class ModelParticipant:
         take_turn(self.board, self, notification)
         return None
 
-    def decide(self, notification: Notification) -> Decision | None:
+    def decide(self, notification: Notification, *, superseded: int | None = None) -> Decision | None:
         """One model call for ``notification``, or None when there is nothing to ask (or no budget left)."""
         if self.workspaces and notification.workspace_id not in self.workspaces:
             return None
         reading = self.board.read(notification.workspace_id, self.role, self.budget_chars)
         task = self.task(notification, reading.projection)
+        if task is not None and superseded is not None:
+            task += (
+                f" Your previous answer was made on version {superseded} and was not recorded as current: the "
+                f"workspace has moved on to version {reading.projection['workspace_version']}; decide again on "
+                "the view above."
+            )
         if task is None:
             return None
         cycles = int(reading.projection["runtime_limits"]["max_investigation_cycles"])

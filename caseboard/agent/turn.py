@@ -43,7 +43,9 @@ class Deciding(Protocol):
     principal: str
     role: Role
 
-    def decide(self, notification: Notification) -> Decision | None: ...
+    def decide(self, notification: Notification, *, superseded: int | None = None) -> Decision | None:
+        """One call for ``notification``; ``superseded``: the version the previous, stale answer was made on."""
+        ...
 
 
 class Submitting(Protocol):
@@ -85,8 +87,9 @@ def take_turn(
 
     for _ in range(min(MAX_STEPS, getattr(participant, "max_steps", MAX_STEPS))):
         conflicts = 0
+        stale_at: int | None = None
         while True:
-            decision = participant.decide(notification)
+            decision = participant.decide(notification, superseded=stale_at)
             if decision is None:
                 record_alone(superseded)
                 return outcomes
@@ -110,6 +113,7 @@ def take_turn(
             }
             if outcome["reason"] == Reason.VERSION_CONFLICT.value:
                 conflicts += 1
+                stale_at = decision.version
                 superseded.append(refused(decision.judgment, {**refusal, "superseded": True}))
                 log.info(
                     "agent_conflict",

@@ -210,6 +210,9 @@ def test_a_reply_made_stale_by_a_peer_commit_is_never_submitted_as_current(rig: 
     assert fresh.input_workspace_version == 2 and "refusal" not in fresh.output
     assert landed.items[1].request_id == "fresh-002"
     assert "stale-001" not in {w["request_id"] for w in rig.app.workspaces.show(WS)["work"]}
+    retold = rig.fake.requests[-1]["messages"][-1]["content"]
+    assert "Your previous answer was made on version 1" in retold and "moved on to version 2" in retold
+    assert "previous answer" not in rig.fake.requests[0]["messages"][-1]["content"]
 
 
 def test_the_budget_stops_calls_once_the_workspace_cycles_allowance_is_spent(rig: Rig) -> None:
