@@ -19,7 +19,7 @@ from caseboard.replay.history import history, walk
 from caseboard.replay.records import read_file
 from caseboard.replay.transfer import import_file
 from caseboard.report import model, page
-from caseboard.report.source import ledger_record
+from caseboard.report.source import file_record, ledger_record
 from tests.conftest import contribution, open_item
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
@@ -132,3 +132,13 @@ def test_the_page_escapes_what_contributions_say() -> None:
     assert "\\u003c/script\\u003e" in data and "<" not in data
     assert html.count("<script") == 3  # the graph's data, cytoscape.js, the page's script
     assert 'class="badge unverified"' in html
+
+
+def test_late_arrivals_are_visible_in_the_timeline_and_the_versions() -> None:
+    built = model.build_from(file_record(CORPUS / "late-arrival-017.jsonl"), get_reducer())
+    late = [entry["id"] for entry in built.timeline if entry["late_arrival"]]
+    assert sorted(late) == ["obs-connection-resets", "obs-failover-time"]  # both arrived after the close
+    html = page.render(built)
+    row = html.split('data-id="obs-connection-resets"')[1].split("</tr>")[0]
+    assert '<span class="badge late">late arrival</span>' in row
+    assert "late.obs-connection-resets" in html  # the version that recorded it says so
