@@ -201,7 +201,6 @@ LAYERS: dict[str, set[str]] = {
     "dispatcher": {"domain", "ledger", "projections", "reducers"},
     "replay": {"domain", "evidence", "ledger", "reducers"},
     "report": {"domain", "ledger", "projections", "reducers", "replay"},
-    "report": {"domain", "ledger", "projections", "reducers", "replay"},
     "keys": {"domain", "ledger"},
     "evidence": {"domain"},
     "client": {"domain"},
