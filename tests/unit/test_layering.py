@@ -206,7 +206,10 @@ LAYERS: dict[str, set[str]] = {
     "client": {"domain"},
     "app": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "keys"},
     "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
-    "agent": {"app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "workers"},
+    "agent": {
+        "app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "reducers", "settings",
+        "workers",
+    },
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
         "replay", "settings", "mcp_server", "agent", "report",
