@@ -34,8 +34,9 @@ from caseboard.evaluation.tools import Tools
 
 THINK_S = 30
 PROMPT_TOKENS = 400
-CONTEXT_CHARS = 64_000
-"""The agent's context window: the part of its notes a step reads (and pays for)."""
+CONTEXT_CHARS = 24_000
+"""The agent's context window, the workspace arm's view budget: the part of its notes a step reads (and pays
+for)."""
 
 
 @dataclass

@@ -36,6 +36,7 @@ from caseboard.evaluation.incident import Arrival, EvaluationIncident
 from caseboard.evaluation.judgment import Explanation, iso, parse_time
 from caseboard.evaluation.tools import Tools
 from caseboard.ledger.base import Ledger
+from caseboard.projections.model_view import ModelView, build_view
 from caseboard.projections.workspaces import Workspaces
 from caseboard.workers.controller import Controller
 from caseboard.workers.runtime import Participant, View, bounded_view
@@ -50,9 +51,15 @@ HORIZON_S = 6 * 3600
 """A run that has not ended after six simulated hours is stopped where it is."""
 
 
-def tokens_of(view: View) -> int:
-    """The tokens an invocation reads: its view's JSON at four characters a token, plus the fixed prompt."""
-    return PROMPT_TOKENS + len(json.dumps(view, sort_keys=True, separators=(",", ":"))) // 4
+VIEW_BUDGET_CHARS = 24_000
+"""The model-facing view's budget for every invocation; the single agent's context is bounded the same."""
+
+
+def tokens_of(view: ModelView) -> int:
+    """The tokens an invocation reads: its model-facing view's JSON at four characters a token, plus the
+    fixed prompt."""
+    text = json.dumps(view.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return PROMPT_TOKENS + len(text) // 4
 
 
 def outcome_dict(outcome: Any) -> dict[str, Any]:
@@ -160,6 +167,13 @@ class WorkspaceRun:
     def view(self) -> View:
         return bounded_view(self.workspaces.show(self.workspace_id))
 
+    def model_view(self, role: Role) -> ModelView:
+        """What a model-backed participant of ``role`` would read now (the ``/view`` route's view, ADR 0032)."""
+        state = self.workspaces.state_at(self.workspace_id)
+        commits = self.ledger.read(self.workspace_id, upto=state.version)
+        reducer = self.workspaces.reducer.name
+        return build_view(state, commits, role, VIEW_BUDGET_CHARS, reducer, as_of=self.clock())
+
     def decide(self, notification: Notification | None) -> None:
         version = self.ledger.head(self.workspace_id)
         notice = notification or Notification(
@@ -181,7 +195,7 @@ class WorkspaceRun:
         if self.token_budget is not None and self.tokens >= self.token_budget:
             self.exhaust()
             return
-        self.tokens += tokens_of(view)
+        self.tokens += tokens_of(self.model_view(participant.role))
         self.invocations += 1
         items = participant.contribute(notification, view)
         if items:
