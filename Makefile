@@ -56,11 +56,18 @@ bench: $(STAMP) ## benchmarks on PostgreSQL; the last line is one JSON object of
 
 soak: $(STAMP) ## 30 min of mixed load through database crashes, broker restarts and server kills (not in test; MINUTES=3)
 	$(BIN)/python scripts/soak.py --minutes $${MINUTES:-30}
+	CASEBOARD_MACHINE_EXAMPLES=$${MACHINE_EXAMPLES:-1000} $(BIN)/pytest -q -p no:logging tests/integration/test_coordinator_machine.py
 
 .PHONY: soak
+
+mutants: $(STAMP) ## mutation testing (mutmut) of the coordinator, the domain and the reducers; the score per module
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/python scripts/mutation_score.py
+
+.PHONY: mutants
 
 schemas: $(STAMP) ## regenerate the JSON Schemas in schemas/
 	$(BIN)/python -m caseboard.schemas schemas
 
 clean: ## remove the virtual environment and local ledgers
-	rm -rf $(VENV) .caseboard build *.egg-info .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .caseboard build *.egg-info .mypy_cache .ruff_cache .hypothesis mutants

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -501,6 +502,8 @@ def machine_on(url: str, export_dir: Path) -> Callable[[], CoordinatorMachine]:
     return type("Machine", (CoordinatorMachine,), {"url": url, "export_dir": str(export_dir)})  # type: ignore[return-value]
 
 
+EXAMPLES = int(os.environ.get("CASEBOARD_MACHINE_EXAMPLES", "25"))
+"""Runs per test: 25 in ``make test``; ``make soak`` sets many more (docs/testing.md)."""
 MACHINE_SETTINGS = dict(
     phases=[Phase.explicit, Phase.generate],  # no shrinking: a failing run reports its steps at once
     derandomize=True,  # the same runs every time: the named mutants (tests/e2e/test_named_mutants.py) rely on it
@@ -512,7 +515,7 @@ MACHINE_SETTINGS = dict(
 def test_the_coordinator_keeps_its_guarantees_on_sqlite(tmp_path: Path) -> None:
     run_state_machine_as_test(
         machine_on(f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path),
-        settings=settings(max_examples=25, stateful_step_count=30, **MACHINE_SETTINGS),  # type: ignore[arg-type]
+        settings=settings(max_examples=EXAMPLES, stateful_step_count=30, **MACHINE_SETTINGS),  # type: ignore[arg-type]
     )
 
 
@@ -520,5 +523,5 @@ def test_the_coordinator_keeps_its_guarantees_on_sqlite(tmp_path: Path) -> None:
 def test_the_coordinator_keeps_its_guarantees_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     run_state_machine_as_test(
         machine_on(postgres_url, tmp_path),
-        settings=settings(max_examples=10, stateful_step_count=25, **MACHINE_SETTINGS),  # type: ignore[arg-type]
+        settings=settings(max_examples=max(10, EXAMPLES // 3), stateful_step_count=25, **MACHINE_SETTINGS),  # type: ignore[arg-type]
     )
