@@ -455,7 +455,7 @@ def explain(steps: list[Step], ref: str) -> dict[str, Any]:
     """The history of one item: every status it had with the commit that caused it, and every commit that
     named it or changed what the projection shows of it."""
     statuses = [sc for step in steps for sc in step.status_changes if sc.item == ref]
-    touched = []
+    touched: list[dict[str, Any]] = []
     kind = statuses[0].kind if statuses else None
     for step in steps:
         changes = [c for c in step.changes if _about(c.path, ref)]
@@ -470,16 +470,34 @@ def explain(steps: list[Step], ref: str) -> dict[str, Any]:
                     "changes": [c.to_dict() for c in changes],
                 }
             )
+    if kind is None:
+        sections = [c["path"].split(".", 1)[0] for entry in touched for c in entry["changes"]]
+        kind = next((KINDS[section] for section in sections if section in KINDS), None)
     if not touched and not statuses:
         head = steps[-1].version if steps else 0
         raise CaseboardError(f"{ref!r}: no item of that id in versions 1 to {head} of this record")
     return {
         "id": ref,
         "kind": kind,
-        "status": statuses[-1].after if statuses else None,
+        "status": statuses[-1].after if statuses else _last_status(touched, ref),
         "statuses": [sc.to_dict() for sc in statuses],
         "commits": touched,
     }
+
+
+KINDS = {"observations": "observation", "work": "work_request", "questions": "question", "late": "late_arrival"}
+"""What an item is, by the section of the projection its changes are in."""
+
+
+def _last_status(touched: list[dict[str, Any]], ref: str) -> Any:
+    """The status the projection last showed of an item without a status history (a work request's, a
+    question's state)."""
+    found = None
+    for entry in touched:
+        for change in entry["changes"]:
+            if change["path"] in (f"work.{ref}.status", f"questions.{ref}"):
+                found = change["after"]
+    return found
 
 
 def _about(path: str, ref: str) -> bool:

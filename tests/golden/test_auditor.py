@@ -139,3 +139,15 @@ def test_diff_and_explain_refuse_a_tampered_export(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stderr
         assert "is not intact at version 10 (altered)" in done.stderr
         assert done.stdout == ""
+
+
+def test_explain_tells_what_an_item_without_a_status_history_is(capsys: pytest.CaptureFixture[str]) -> None:
+    work = run(capsys, "explain", "corpus/incident-042.jsonl", "certificate-check-006").splitlines()
+    assert (
+        work[0]
+        == "certificate-check-006 (work_request) in corpus/incident-042.jsonl (workspace-rules-v3): awaiting_result"
+    )
+    assert work[3] == "  v18 2026-03-02T14:06:20Z planner-1"
+    obs = run(capsys, "explain", "corpus/incident-042.jsonl", "obs-failures-before-change").splitlines()
+    assert obs[0].startswith("obs-failures-before-change (observation) in ")
+    assert "      link obs-failures-before-change challenges hyp-certificate-initiated-failure" in obs
