@@ -1,6 +1,7 @@
 """A pytest plugin (``-p tests.unit.reducer_v2_current``): ``workspace-rules-v2`` is the current reducer for the
-whole run, set when pytest is configured (before any test module is imported), and the tests of what only v3 does are left out (their v2
-counterparts are in tests/unit/test_suites_under_v2.py). Used by that test, never on its own by CI."""
+whole run, set when pytest is configured (before any test module is imported), and the tests of what only v3
+does are left out (their v2 counterparts are in tests/unit/test_suites_under_v2.py). Used by that test, never
+on its own by CI."""
 
 from __future__ import annotations
 

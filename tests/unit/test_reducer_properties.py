@@ -292,8 +292,8 @@ class History:
 
 @st.composite
 def histories(draw: st.DrawFn, name: str | None = None) -> History:
-    """Draw each contribution against the workspace as it stands, submit it with reducer ``name`` current (the current one by default), and
-    record the coordinator's cached projection after each commit."""
+    """Draw each contribution against the workspace as it stands, submit it with reducer ``name`` current
+    (the current one by default), and record the coordinator's cached projection after each commit."""
     reducer = get_reducer(name)
     board = Board()
     board.coordinator = Coordinator(
