@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, Field, PrivateAttr
 
 from caseboard.domain.contribution import Author, IdempotencyKey
-from caseboard.domain.items import Frozen, Id, Item
+from caseboard.domain.items import ITEMS, Frozen, Id, Item
 
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
