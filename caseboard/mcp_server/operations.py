@@ -3,7 +3,8 @@ route functions, the same commit path. A tool is a thin adapter, so MCP and HTTP
 
 Each operation runs in a worker thread (the coordinator and the ledger are synchronous) and returns a JSON
 body: an answer with ``"ok": true``, or the contract's refusal body with ``"ok": false``. Errors raised on the
-way (``ApiError``, ``CaseboardError``) are turned into refusals by the caller (``caseboard/mcp_server/tools.py``).
+way (``ApiError``, ``CaseboardError``) are turned into refusals by the caller
+(``caseboard/mcp_server/server.py::answer``).
 """
 
 from __future__ import annotations
