@@ -20,6 +20,7 @@ WORKSPACE_ROUTES = {
     "/workspaces/{workspace_id}/view",
     "/workspaces/{workspace_id}/events",
     "/workspaces/{workspace_id}/judgments",
+    "/workspaces/{workspace_id}/health",
 }
 PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}", {}),
@@ -37,6 +38,8 @@ PROBES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/workspaces/{ws}/ledger", {"params": {"after": 1}}),
     ("GET", "/workspaces/{ws}/timeline", {}),
     ("GET", "/workspaces/{ws}/judgments", {}),
+    ("GET", "/workspaces/{ws}/health", {}),
+    ("GET", "/workspaces/{ws}/health", {"params": {"version": 999}}),
     ("GET", "/workspaces/{ws}/view", {"params": {"budget_chars": 4000}}),
     ("GET", "/workspaces/{ws}/view", {"params": {"budget_chars": 4000, "version": 5}}),
     ("GET", "/workspaces/{ws}/events", {"params": {"timeout_s": 1}}),
