@@ -12,12 +12,14 @@ import json
 import sys
 from typing import Any
 
-from caseboard.app import App
+from caseboard.app import App, build_app
+from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.domain.errors import CaseboardError
 from caseboard.mcp_server.catalog import Catalog
 from caseboard.projections.health import FIGURES, NOT_INSTRUMENTED, ledger_health, tenant_health
 from caseboard.replay.audit import check_ledger
+from caseboard.settings import Settings, sqlite_path
 
 
 def register(commands: Any) -> None:
@@ -27,10 +29,27 @@ def register(commands: Any) -> None:
     health.add_argument("workspace", nargs="?", help="one workspace (default: every workspace, per tenant)")
     health.add_argument("--at-version", type=int, metavar="N", help="as of version N (one workspace only)")
     health.add_argument("--format", choices=["text", "json"], default="text")
-    health.set_defaults(handler=cmd_health, reads=True)
+    health.set_defaults(handler=cmd_health, no_app=True)
 
 
-def cmd_health(app: App, args: argparse.Namespace) -> int:
+def cmd_health(_: None, args: argparse.Namespace) -> int:
+    """Opens the ledger only once it is known to exist: a read never creates one (``cli/reading.py``)."""
+    settings = Settings.from_env()
+    url = args.database_url or settings.database_url
+    if not ledger_exists(url):
+        if args.workspace is not None:
+            raise_no_ledger(args.workspace, url)
+        raise CaseboardError(
+            f"there is no ledger at {sqlite_path(url)}: no workspace to report on (a read creates none)"
+        )
+    app = build_app(settings, database_url=args.database_url)
+    try:
+        return report(app, args)
+    finally:
+        app.close()
+
+
+def report(app: App, args: argparse.Namespace) -> int:
     if args.workspace is None:
         if args.at_version is not None:
             raise CaseboardError("--at-version needs a WORKSPACE: versions are per workspace")

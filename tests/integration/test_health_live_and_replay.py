@@ -92,6 +92,15 @@ def test_a_mistake_on_the_command_line_is_one_line_and_a_non_zero_exit(sqlite_ur
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_health_of_a_ledger_that_does_not_exist_is_one_line_and_creates_none(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/absent.db"
+    for args in (("health",), ("health", "ws-1", "--format", "json")):
+        done = caseboard(*args, url=url)
+        assert done.returncode == 2 and "there is no ledger at" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "absent.db").exists()
+
+
 @pytest.fixture
 def server(sqlite_url: str) -> Iterator[RunningServer]:
     with running_server(sqlite_url) as running:
