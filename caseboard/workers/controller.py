@@ -5,17 +5,22 @@
 2. a participant scheduled in the last cycle that has not contributed yet (and is within its turn timeout)
    is waited for;
 3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
-   no cycle yet; the verifier when a claim awaits checking and a completed check exists; the
-   specialists of each request kind with requests opened since the last cycle;
+   no cycle yet; the verifier when a claim awaits checking and a completed check no verification cites is
+   new to it (completed, or a claim changed, after the verifier last read: an ``inconclusive`` verification
+   cites its check, so the same result does not want the verifier again; ADR 0125); the specialists of each
+   request kind with requests opened since the last cycle;
    the planner also when a proposal rests on evidence that has expired by the controller's clock, and the
    specialists of the re-checks and rests it requests (``followups``: stale evidence under a live proposal
-   gets a re-check of its source, an incomplete check a request for what it did not cover, as many as the
-   pending-work limit leaves room for);
+   gets a re-check of its source, an incomplete check a request for what it did not cover, at most
+   ``REST_LIMIT`` rests of one check, as many as the pending-work limit leaves room for);
 4. somebody wanted and cycles left: a ``cycle`` item naming them, after the work requests it schedules; no
    cycles left: ``budget_exhausted`` with a handoff naming what is unresolved, or ``evidence_incomplete``
    with the missing coverage when checks are incomplete;
-5. nobody wanted and no work pending: ``human_review_required`` when every selected claim is confirmed
-   (a conclusion is the operator's), otherwise ``evidence_incomplete`` with the same kind of handoff.
+5. nobody wanted and no work pending: ``human_review_required`` when a selected claim is confirmed and
+   every other selected claim is settled (confirmed or refuted: a refuted alternative is not outstanding;
+   a conclusion is the operator's), otherwise ``evidence_incomplete`` with the same kind of handoff.
+A handoff stays within the 4096 characters of a status item: when the whole does not fit, every point is
+cut to ``POINT_LIMIT`` characters and the points that do not fit are counted (``and 7 more``; ADR 0125).
 Freshness is judged at the controller's clock (``now``), never at the last commit's time (ADR 0061).
 The lease sweeper (``expired_claims``) reclaims claims whose lease lapsed: the request returns to
 ``awaiting_result`` and the late holder is fenced by the raised generation.
@@ -35,7 +40,7 @@ import structlog
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.commit import Commit
-from caseboard.domain.items import Role
+from caseboard.domain.items import MAX_TEXT, Role
 from caseboard.ledger.base import Ledger
 from caseboard.projections.workspaces import Workspaces
 from caseboard.reducers import WorkspaceState, get_reducer
@@ -46,6 +51,12 @@ from caseboard.workers.scripted import specialist_principal
 log = structlog.get_logger("caseboard.controller")
 
 UNVERIFIED = ("proposed", "supported", "challenged")
+SETTLED = ("confirmed", "refuted")
+VERIFIER = "verifier-1"
+POINT_LIMIT = 240
+MISSING = "missing coverage: "
+NOTHING = "nothing is unresolved"
+"""The characters of one point of a handoff, when the whole handoff would not fit in a status item."""
 STATES_KEPT = 256
 """The workspaces whose state the controller keeps to fold forward (least recently decided dropped first)."""
 
@@ -61,6 +72,16 @@ class CycleMemory:
     requested: set[str] = field(default_factory=set)
     """Work requested (or reclaimed back) since the last cycle."""
     seen: int = 0
+    read: dict[str, int] = field(default_factory=dict)
+    """Per principal, the version its last commit was made on (its expected version, else the one before)."""
+    results: dict[str, int] = field(default_factory=dict)
+    """Per work request, the version of its result."""
+    claims: dict[str, int] = field(default_factory=dict)
+    """Per hypothesis, the version it was last recorded or linked to evidence at."""
+    cited: set[str] = field(default_factory=set)
+    """The checks a verification cites."""
+    verdicts: dict[str, str] = field(default_factory=dict)
+    """Per hypothesis, the result of its last verification."""
 
     def fold(self, commit: Commit) -> None:
         for item in commit.items:
@@ -69,9 +90,36 @@ class CycleMemory:
                 self.contributed, self.requested = set(), set()
             elif item.type in ("work_request", "work_reclaim"):
                 self.requested.add(item.request_id)
+            elif item.type == "work_result":
+                self.results[item.request_id] = commit.version
+            elif item.type == "hypothesis":
+                self.claims[item.id] = commit.version
+            elif item.type == "link":
+                self.claims[item.hypothesis] = commit.version
+            elif item.type == "verification":
+                self.cited.add(item.check)
+                self.verdicts[item.claim] = item.result
         if commit.version > self.version:
             self.contributed.add(commit.author.principal)
+        based = commit.expected_version if commit.expected_version is not None else commit.version - 1
+        self.read[commit.author.principal] = max(self.read.get(commit.author.principal, 0), based)
         self.seen = commit.version
+
+    def new_to_verifier(self, view: View) -> list[str]:
+        """The completed checks no verification cites that the verifier has not read as they are now."""
+        read = self.read.get(VERIFIER, 0)
+        unsettled = [h["id"] for h in view["hypotheses"] if h["status"] in ("supported", "challenged")]
+        if not unsettled:
+            return []
+        changed = any(self.claims.get(h, 0) > read for h in unsettled)
+        return [
+            w["request_id"]
+            for w in view["work"]
+            if w["kind"].endswith("_check")
+            and w["status"] == "completed"
+            and w["request_id"] not in self.cited
+            and (changed or self.results.get(w["request_id"], 0) > read)
+        ]
 
 
 @dataclass(frozen=True)
@@ -92,7 +140,7 @@ def unresolved(view: View, found: Followups | None = None) -> list[str]:
     ]
     flagged = {p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"}
     out += [f"proposal {p} rests on expired evidence" for p in found.stale_proposals if p not in flagged]
-    out += [f"missing coverage: {line}" for line in found.missing_coverage]
+    out += [f"{MISSING}{line}" for line in found.missing_coverage]
     return out
 
 
@@ -117,9 +165,8 @@ def decide_next(
     flagged += [p for p in found.stale_proposals if p not in flagged]
     if new_evidence or flagged or memory.version == 0:
         wanted.append("planner-1")
-    checks = [w for w in view["work"] if w["kind"].endswith("_check") and w["status"] == "completed"]
-    if checks and any(h["status"] in ("supported", "challenged") for h in view["hypotheses"]):
-        wanted.append("verifier-1")
+    if memory.new_to_verifier(view):
+        wanted.append(VERIFIER)
     for work in view["work"]:
         principal = specialist_principal(work["kind"])
         if work["status"] == "awaiting_result" and work["request_id"] in memory.requested and principal not in wanted:
@@ -134,9 +181,14 @@ def decide_next(
     open_points = unresolved(view, found)
     if new_evidence:
         open_points.append(f"evidence not yet weighed by the planner: {', '.join(new_evidence)}")
+    open_points += [
+        f"the verification of {h['id']} was inconclusive"
+        for h in view["hypotheses"]
+        if h["status"] in UNVERIFIED and memory.verdicts.get(h["id"]) == "inconclusive"
+    ]
     if not any(h["status"] == "confirmed" for h in view["hypotheses"]):
         open_points.append(f"no confirmed explanation for the goal ({view['goal']})")
-    handoff = "; ".join(open_points) or "nothing is unresolved"
+    unresolved_part = ("Unresolved", "; ", open_points or [NOTHING])
     if wanted:
         used, budget = view["cycles_used"], view["runtime_limits"]["max_investigation_cycles"]
         if used >= budget and found.missing_coverage:
@@ -149,7 +201,10 @@ def decide_next(
                         "to": "evidence_incomplete",
                         "reason": f"all {budget} investigation cycles are used and "
                         f"{len(found.missing_coverage)} checks did not complete",
-                        "handoff": f"Missing coverage: {'; '.join(found.missing_coverage)}. Unresolved: {handoff}",
+                        "handoff": handoff(
+                            ("Missing coverage", "; ", found.missing_coverage),
+                            ("Unresolved", "; ", [p for p in open_points if not p.startswith(MISSING)] or [NOTHING]),
+                        ),
                     },
                 ),
             )
@@ -162,7 +217,7 @@ def decide_next(
                         "type": "status",
                         "to": "budget_exhausted",
                         "reason": f"all {budget} investigation cycles are used; still wanted: {', '.join(wanted)}",
-                        "handoff": f"Unresolved: {handoff}",
+                        "handoff": handoff(unresolved_part),
                     },
                 ),
             )
@@ -178,16 +233,23 @@ def decide_next(
             "wait", "work is in progress: " + ", ".join(w["request_id"] for w in view["pending_work"])
         )
     selected = view["selected_items"]["hypotheses"]
-    if selected and all(h["status"] == "confirmed" for h in selected):
+    confirmed = [h["id"] for h in selected if h["status"] == "confirmed"]
+    refuted = [h["id"] for h in selected if h["status"] == "refuted"]
+    if confirmed and all(h["status"] in SETTLED for h in selected):
         return ControllerDecision(
             "status",
-            "every selected claim is confirmed",
+            "every selected claim is confirmed or refuted" if refuted else "every selected claim is confirmed",
             (
                 {
                     "type": "status",
                     "to": "human_review_required",
-                    "reason": "every selected claim is confirmed; a conclusion is the operator's",
-                    "handoff": f"Confirmed: {', '.join(h['id'] for h in selected)}. Unresolved: {handoff}",
+                    "reason": f"every selected claim is confirmed{' or refuted' if refuted else ''}; "
+                    "a conclusion is the operator's",
+                    "handoff": handoff(
+                        ("Confirmed", ", ", confirmed),
+                        *([("Refuted", ", ", refuted)] if refuted else []),
+                        unresolved_part,
+                    ),
                 },
             ),
         )
@@ -199,10 +261,42 @@ def decide_next(
                 "type": "status",
                 "to": "evidence_incomplete",
                 "reason": "no participant has anything left to do",
-                "handoff": f"Unresolved: {handoff}",
+                "handoff": handoff(unresolved_part),
             },
         ),
     )
+
+
+def handoff(*parts: tuple[str, str, list[str] | tuple[str, ...]], limit: int = MAX_TEXT) -> str:
+    """``Label: point; point. Label: ...``, within ``limit`` characters. When the whole does not fit, each part
+    gets an even share of what is left: its points cut to ``POINT_LIMIT`` characters, as many as fit, and a
+    count of the rest (``and 7 more``), so the first few ids and every count are always named."""
+    whole = ". ".join(f"{label}: {sep.join(points)}" for label, sep, points in parts)
+    if len(whole) <= limit:
+        return whole
+    out: list[str] = []
+    left = limit - 2 * (len(parts) - 1)
+    for at, (label, sep, points) in enumerate(parts):
+        room = left // (len(parts) - at)
+        text = _fitted(label, sep, list(points), room)
+        out.append(text)
+        left -= len(text)
+    return ". ".join(out)
+
+
+def _fitted(label: str, sep: str, points: list[str], room: int) -> str:
+    head = f"{label} ({len(points)}): "
+    cut = [p if len(p) <= POINT_LIMIT else p[: POINT_LIMIT - 3] + "..." for p in points]
+    shown: list[str] = []
+    for at, point in enumerate(cut):
+        rest = len(points) - at - 1
+        tail = f"{sep}and {rest} more" if rest else ""
+        if len(head) + len(sep.join([*shown, point])) + len(tail) > room:
+            break
+        shown.append(point)
+    more = len(points) - len(shown)
+    body = sep.join([*shown, f"and {more} more"] if more and shown else shown or [f"{more} not shown"])
+    return (head + body)[:room]
 
 
 def expired_claims(view: View, now: datetime) -> list[dict[str, Any]]:

@@ -6,11 +6,14 @@
   ``work_request`` ``recheck-<observation>`` of the kind of the request that produced it (``recheck`` when it
   came from no request), targeting the source system and instance;
 - a check whose query did not complete (``incomplete``) is missing work: a ``work_request``
-  ``<request>-rest`` of the same kind asks for what it did not cover;
-- what is still missing coverage (an incomplete check without a completed rest) is named for the handoff.
+  ``<request>-rest`` of the same kind asks for what it did not cover; an incomplete rest gets a rest of its
+  own, up to ``REST_LIMIT`` rests of one check (a check that never completes does not make a chain without
+  end: ADR 0125);
+- what is still missing coverage (a check whose last attempt has not completed) is named for the handoff,
+  one line per check, however many rests it had.
 
 Each is requested once (its request id is deterministic); the controller keeps them within the budget
-(pending-work limit, cycles). docs/model-view.md and ADR 0061.
+(pending-work limit, cycles). docs/model-view.md, ADR 0061 and ADR 0125.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from caseboard.reducers import Reducer, WorkspaceState, finding
 
 ID_LIMIT = 128
 RECHECK_KIND = "recheck"
+REST_LIMIT = 2
+"""How many rests one check gets: the check, its rest and the rest of that; then its coverage stays missing."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class Followups:
     stale_proposals: tuple[str, ...] = ()
     """Live proposals resting on evidence expired at the controller's clock."""
     missing_coverage: tuple[str, ...] = field(default=())
-    """One line per incomplete check whose rest has not completed: what it covered."""
+    """One line per incomplete check whose last rest has not completed: what its last attempt covered."""
 
 
 def followups(state: WorkspaceState, reducer: Reducer[WorkspaceState], now: datetime) -> Followups:
@@ -63,25 +68,34 @@ def followups(state: WorkspaceState, reducer: Reducer[WorkspaceState], now: date
         )
     missing: list[str] = []
     coverage = getattr(state, "coverage", {})
+    rests = {_rest_id(w.request_id) for w in state.work.values() if w.status == "incomplete"}
     for work in state.work.values():
-        if work.status != "incomplete":
+        if work.status != "incomplete" or work.request_id in rests:
+            continue  # the rest of an incomplete check is followed from that check
+        attempts = [work]
+        while attempts[-1].status == "incomplete" and _rest_id(attempts[-1].request_id) in state.work:
+            attempts.append(state.work[_rest_id(attempts[-1].request_id)])
+        last = attempts[-1]
+        if last.status == "completed":
             continue
-        rest_id = _id("", work.request_id, "-rest")
-        rest = state.work.get(rest_id)
-        if rest is None or rest.status != "completed":
-            said = finding(work.status, work.result_summary, coverage.get(work.request_id))
-            missing.append(f"check {work.request_id} ({work.kind}, {work.target}) is {said}")
-        if rest is None:
+        said = finding(last.status, last.result_summary, coverage.get(last.request_id))
+        tried = f" after {len(attempts)} attempts (last {last.request_id})" if len(attempts) > 1 else ""
+        missing.append(f"check {work.request_id} ({work.kind}, {work.target}) is {said}{tried}")
+        if last.status == "incomplete" and len(attempts) <= REST_LIMIT:
             requests.append(
                 {
                     "type": "work_request",
-                    "request_id": rest_id,
+                    "request_id": _rest_id(last.request_id),
                     "kind": work.kind,
-                    "target": f"{work.target} (what {work.request_id} did not cover: its query did not complete)",
+                    "target": f"{work.target} (what {last.request_id} did not cover: its query did not complete)",
                     **({"question": work.question} if work.question else {}),
                 }
             )
     return Followups(tuple(requests), tuple(stale_proposals), tuple(missing))
+
+
+def _rest_id(request_id: str) -> str:
+    return _id("", request_id, "-rest")
 
 
 def _id(prefix: str, ref: str, suffix: str = "") -> str:
