@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caseboard.coordinator.service import Coordinator
+from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.wakeup import CommitNotifier
 from caseboard.evidence import ArtifactStore, open_artifact_store
+from caseboard.knowledge import KnowledgeWriter, open_knowledge_store
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.projections import Workspaces
 from caseboard.settings import Settings
@@ -22,6 +24,7 @@ class App:
     database_url: str = ""
     notifier: Any = None
     _artifacts: ArtifactStore | None = None
+    _knowledge: Any = None
 
     @property
     def artifacts(self) -> ArtifactStore:
@@ -29,6 +32,15 @@ class App:
         if self._artifacts is None:
             self._artifacts = open_artifact_store(self.database_url, max_bytes=self.settings.artifact_max_bytes)
         return self._artifacts
+
+    def knowledge(self) -> KnowledgeWriter:
+        """The knowledge store that goes with the ledger and its writer, caught up with the ledger's
+        notification log (docs/knowledge.md); opened on first use."""
+        if self._knowledge is None:
+            self._knowledge = KnowledgeWriter(open_outbox(self.ledger), open_knowledge_store(self.database_url))
+        writer: KnowledgeWriter = self._knowledge
+        writer.catch_up()
+        return writer
 
     def coordinator(self, *, trust_timestamps: bool = False) -> Coordinator:
         if trust_timestamps not in self.coordinators:
@@ -42,6 +54,8 @@ class App:
             self.notifier.close()
         if self._artifacts is not None:
             self._artifacts.close()
+        if self._knowledge is not None:
+            self._knowledge.store.close()
         self.ledger.close()
 
 

@@ -18,6 +18,7 @@ from caseboard.cli import (
     evaluate_cmds,
     health_cmds,
     keys_cmds,
+    knowledge_cmds,
     ledger_cmds,
     mcp_cmd,
     replay_cmds,
@@ -35,6 +36,7 @@ MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds,
 MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
 MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent (docs/evaluation.md)
 MODULES.append(health_cmds)  # coordination health (docs/health.md)
+MODULES.append(knowledge_cmds)  # the knowledge store: search, audit, rebuild (docs/knowledge.md)
 
 
 class Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, Citat
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refused
 from caseboard.domain.items import Role
-from caseboard.reducers import Reducer, WorkRec, WorkspaceState
+from caseboard.reducers import Reducer, WorkRec, WorkspaceState, tenant_of
 
 Decision = dict[str, Any]
 Citations = Mapping[str, CitationFacts | None]
@@ -579,3 +579,39 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
                 reason = f"contradicting evidence {obs!r} does not fit within max_selected_items"
                 decision["escalated"] = {"to": ESCALATION, "reason": reason}
     return decision
+
+
+@rule(it.Promote)
+def _promote(item: it.Promote, c: Context) -> Decision:
+    """A finding is promoted only when a verification stands behind it (docs/adr/0120); the decision records
+    its provenance, which the knowledge store's entry carries and ``caseboard knowledge audit`` checks."""
+    path = f"{c.path}.finding"
+    found = c.reducer.verified_finding(c.state, item.finding)
+    if found.kind == "unknown":
+        refuse(Reason.UNKNOWN_REFERENCE, path, f"{item.finding!r} is not a hypothesis or observation of this workspace")
+    if not found.promotable:
+        why = {
+            "unverified_event_time": "its event time is unverified",
+            "not_cited_by_a_verification": "no verification confirmed a hypothesis it supports",
+        }.get(found.status, "only a hypothesis confirmed by a verification is promoted")
+        refuse(
+            Reason.INVALID,
+            path,
+            f"{found.kind} {item.finding!r} is {found.status}, not verified: {why}",
+            status=found.status,
+        )
+    return {
+        "tenant_id": tenant_of(c.state),
+        "finding_kind": found.kind,
+        "verification_version": found.verified_version,
+        "verified_by": found.verified_by,
+        "verified_hypothesis": found.via_hypothesis or item.finding,
+        "evidence": list(found.evidence),
+    }
+
+
+@rule(it.Retire)
+def _retire(item: it.Retire, c: Context) -> Decision:
+    """Retiring is recorded in the workspace of the contradicting incident; the knowledge store applies it to
+    the tenant's entry, if there is one (a workspace's rules never read the store)."""
+    return {"tenant_id": tenant_of(c.state)}

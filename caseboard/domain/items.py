@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     AwareDatetime,
@@ -621,6 +621,57 @@ class Constraints(Frozen):
         return self
 
 
+class KnowledgeScope(Frozen):
+    """Where a promoted finding applies in later incidents (docs/knowledge.md)."""
+
+    service: Id
+    """The service it applies to, e.g. `payments-api`."""
+    environment: Id
+    """The environment it applies to, e.g. `production`."""
+
+
+class Promote(Frozen):
+    """Promotes a verified finding of this workspace into the tenant's knowledge store, for later incidents: a
+    hypothesis `confirmed` by a verification, or an observation with a verified event time that supports a
+    hypothesis a verification confirmed. Anything else is refused. Submitted by an operator; nothing is ever
+    promoted without this item (docs/knowledge.md, docs/adr/0120)."""
+
+    type: Literal["promote"]
+    """The item's type, `promote`: its stored name, written into the ledger with it."""
+    finding: Id
+    """The id of the verified hypothesis or observation promoted."""
+    statement: Text
+    """The finding as it should read in a later incident, as a short claim."""
+    scope: KnowledgeScope
+    """The service and environment it applies to."""
+    owner: Id
+    """The principal that answers for the entry."""
+    valid_from: AwareDatetime | None = None
+    """Since when it held in the world (default: the commit's time)."""
+    valid_until: AwareDatetime | None = None
+    """Until when it held in the world, if known; absent while it still holds."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Promote:
+        if self.valid_from is not None and self.valid_until is not None and self.valid_until < self.valid_from:
+            raise ValueError("valid_until must not be before valid_from")
+        return self
+
+
+class Retire(Frozen):
+    """Retires a knowledge entry of the tenant: it stays readable with its history, never deleted, and is no
+    longer served as current. Submitted by an operator, in the workspace of the incident that contradicts it."""
+
+    type: Literal["retire"]
+    """The item's type, `retire`: its stored name, written into the ledger with it."""
+    entry: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}:[0-9]+:[0-9]+$")]
+    """The id of the entry retired: `<workspace>:<version>:<item index>` of the promotion that wrote it."""
+    reason: Text
+    """Why it no longer holds, as a short sentence."""
+    contradicted_by: Id
+    """The incident (a workspace id, usually this one) whose findings contradict it."""
+
+
 Item = Annotated[
     Open
     | Observation
@@ -644,6 +695,11 @@ Item = Annotated[
     | Constraints,
     Field(discriminator="type"),
 ]
+KNOWLEDGE_ITEMS = frozenset({"promote", "retire"})
+"""Item types for the knowledge store (docs/adr/0120): recorded in the ledger, parsed and checked like any item,
+written to the store from the ledger, and never folded by a reducer (``Reducer`` leaves them out)."""
+if not TYPE_CHECKING:  # the released reducers match the union exhaustively and never see these (ADR 0120)
+    Item = Annotated[get_args(Item)[0] | Promote | Retire, Field(discriminator="type")]
 
 
 def _by(field: str) -> Callable[[Any], str]:
@@ -700,6 +756,8 @@ REGISTRY: tuple[ItemType, ...] = (
     ItemType(StatusChange, frozenset({Role.CONTROLLER, Role.OPERATOR}), lambda item: f"status {item.to.value}"),
     ItemType(Reopen, frozenset({Role.OPERATOR})),
     ItemType(Constraints, frozenset({Role.OPERATOR})),
+    ItemType(Promote, frozenset({Role.OPERATOR}), _by("finding")),
+    ItemType(Retire, frozenset({Role.OPERATOR}), _by("entry")),
 )
 """Every item type of contract v1, in the contract's order. The ``Item`` union above lists the same models."""
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from caseboard.domain.commit import Commit, Decision
-from caseboard.domain.items import Item
+from caseboard.domain.items import KNOWLEDGE_ITEMS, Item
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -26,6 +26,26 @@ class Cause:
     reference: str
     kind: str
     expired_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What ``Reducer.verified_finding`` judged of a finding: its ``kind`` (``hypothesis``, ``observation``,
+    ``unknown``), its ``status`` (``confirmed`` or ``verified`` when it may be promoted), the version and
+    principal of the verification behind it, the observations it rests on and, for an observation, the
+    hypothesis whose verification cites it."""
+
+    id: str
+    kind: str
+    status: str
+    verified_version: int | None
+    verified_by: str | None
+    evidence: tuple[str, ...]
+    via_hypothesis: str | None = None
+
+    @property
+    def promotable(self) -> bool:
+        return self.verified_version is not None
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,63 @@ class Reducer(Generic[S]):
     rests_on: Callable[[S, Any], list[str]]
     idempotency_slot: Callable[[str, str], str]
     selected_now: Callable[[S], list[str]]
+
+    def __post_init__(self) -> None:
+        """Knowledge items (``promote``, ``retire``) are left out of every fold: no released reducer knows them
+        (workspace-rules-v1 ends its match with ``assert_never``), the projection has nothing to show of them
+        and the knowledge store is written from the ledger (docs/adr/0120). A commit without them is folded
+        as it always was."""
+        evolve, apply_item = self.evolve, self.apply_item
+
+        def evolve_known(state: S, commit: Commit) -> S:
+            if any(item.type in KNOWLEDGE_ITEMS for item in commit.items):
+                kept = [
+                    (i, d) for i, d in zip(commit.items, commit.decisions, strict=True) if i.type not in KNOWLEDGE_ITEMS
+                ]
+                commit = commit.model_copy(
+                    update={"items": tuple(i for i, _ in kept), "decisions": tuple(d for _, d in kept)}
+                )
+            return evolve(state, commit)
+
+        def apply_known(state: S, commit: Commit, item: Item, decision: Decision) -> None:
+            if item.type not in KNOWLEDGE_ITEMS:
+                apply_item(state, commit, item, decision)
+
+        if getattr(evolve, "knowledge_aware", False):
+            return
+        evolve_known.knowledge_aware = True  # type: ignore[attr-defined]
+        object.__setattr__(self, "evolve", evolve_known)
+        object.__setattr__(self, "apply_item", apply_known)
+
+    def verified_finding(self, state: S, finding: str) -> Finding:
+        """Whether ``finding`` (an id of ``state``) may be promoted, as this reducer judges it: a hypothesis
+        whose status is ``confirmed`` (a verification settled it), or an observation with a verified event
+        time that supports a hypothesis so confirmed. Reads the records every released state keeps
+        (``hypotheses``, ``observations``) and ``hypothesis_status``; changes nothing."""
+        hypotheses: Any = getattr(state, "hypotheses", {})
+        observations: Any = getattr(state, "observations", {})
+        hyp = hypotheses.get(finding)
+        if hyp is not None:
+            status = self.hypothesis_status(state, hyp)
+            if status != "confirmed":
+                return Finding(finding, "hypothesis", status, None, None, ())
+            return Finding(finding, "hypothesis", status, hyp.verified_version, hyp.verified_by, tuple(hyp.supporting))
+        obs = observations.get(finding)
+        if obs is None:
+            return Finding(finding, "unknown", "unknown", None, None, ())
+        if obs.event_time_quality != "verified":
+            return Finding(finding, "observation", "unverified_event_time", None, None, ())
+        confirmed = [
+            h
+            for h in hypotheses.values()
+            if finding in h.supporting and self.hypothesis_status(state, h) == "confirmed"
+        ]
+        if not confirmed:
+            return Finding(finding, "observation", "not_cited_by_a_verification", None, None, ())
+        first = min(confirmed, key=lambda h: (h.verified_version or 0, h.id))
+        return Finding(
+            finding, "observation", "verified", first.verified_version, first.verified_by, (finding,), first.id
+        )
 
     def revalidation_causes(self, state: S, proposal: Any, as_of: datetime | None) -> list[Cause]:
         """Why ``proposal`` requires revalidation in ``state``, as this reducer judges it: the material changes

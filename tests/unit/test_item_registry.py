@@ -80,6 +80,17 @@ SAMPLES: list[tuple[dict[str, Any], str]] = [
     ({"type": "status", "to": "budget_exhausted", "reason": "r"}, "status budget_exhausted"),
     ({"type": "reopen", "owner": "op-1", "runtime_limits": {}}, "reopen"),
     ({"type": "constraints", "goal": "find it"}, "constraints"),
+    (
+        {
+            "type": "promote",
+            "finding": "hyp-1",
+            "statement": "s",
+            "scope": {"service": "payments-api", "environment": "production"},
+            "owner": "op-1",
+        },
+        "promote hyp-1",
+    ),
+    ({"type": "retire", "entry": "ws-1:3:0", "reason": "r", "contradicted_by": "ws-2"}, "retire ws-1:3:0"),
 ]
 
 

@@ -203,8 +203,11 @@ LAYERS: dict[str, set[str]] = {
     "report": {"domain", "ledger", "projections", "reducers", "replay"},
     "keys": {"domain", "ledger"},
     "evidence": {"domain"},
+    "knowledge": {"dispatcher", "domain", "ledger"},
     "client": {"domain"},
-    "app": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "settings", "keys"},
+    "app": {
+        "coordinator", "dispatcher", "domain", "evidence", "knowledge", "ledger", "projections", "settings", "keys",
+    },
     "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
     "agent": {
         "app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "reducers", "settings",
@@ -212,13 +215,13 @@ LAYERS: dict[str, set[str]] = {
     },
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
-        "replay", "settings", "mcp_server", "agent", "report",
+        "replay", "settings", "mcp_server", "agent", "report", "knowledge",
     },
     "mcp_server": {"api", "app", "coordinator", "dispatcher", "domain", "keys", "logs", "projections", "reducers",
-                   "replay", "settings"},
+                   "replay", "settings", "knowledge"},
     "cli": {
         "api", "app", "coordinator", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs", "mcp_server",
-        "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
+        "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation", "knowledge",
     },
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},

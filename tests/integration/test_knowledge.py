@@ -1,0 +1,244 @@
+"""Issue 18 on SQLite and PostgreSQL: knowledge is promoted only explicitly, only when verified, written once
+from the ledger, retired with its history kept, tenant-scoped, and rebuilt from the ledgers alone."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caseboard.dispatcher.outbox import open_outbox
+from caseboard.knowledge import KnowledgeStore, KnowledgeWriter, audit, deliver, open_knowledge_store, rebuild
+from caseboard.reducers import get_reducer
+from tests.unit.board import Board, claim, hyp, obs, result, verification, work_request
+
+SCOPE = {"service": "payments-api", "environment": "production"}
+
+
+def promote(
+    finding: str, statement: str = "an intermediate missing from the chain breaks mTLS logins", **extra: Any
+) -> dict[str, Any]:
+    return {"type": "promote", "finding": finding, "statement": statement, "scope": SCOPE, "owner": "oncall-1", **extra}
+
+
+def retire(entry: str, contradicted_by: str = "ws-2") -> dict[str, Any]:
+    return {
+        "type": "retire",
+        "entry": entry,
+        "reason": "the chain was complete there",
+        "contradicted_by": contradicted_by,
+    }
+
+
+def checked(board: Board, request_id: str = "chk") -> None:
+    """A completed check the verifier may settle a hypothesis with."""
+    board.ok("planner", [work_request(request_id)])
+    generation = board.ok("verifier", [claim(request_id)])["items"][0]["generation"]
+    board.ok("verifier", [result(request_id, generation, summary="the chain lacks its intermediate")])
+
+
+def investigation(board: Board) -> None:
+    """o1 (verified time) and o2 (unverified) support h-confirmed; h-proposed, h-supported, h-challenged and
+    h-refuted are what their names say."""
+    board.open()
+    board.ok(
+        "specialist",
+        [
+            obs("o1", "TLS handshake failures on payments-api-3"),
+            obs("o2", "the alert fired around 14:00", event_time_quality="unverified"),
+            obs("o3", "handshakes on payments-api-1 are clean"),
+        ],
+    )
+    board.ok(
+        "planner",
+        [
+            hyp("h-confirmed", "the intermediate certificate is missing", supporting_evidence=["o1", "o2"]),
+            hyp("h-proposed", "a DNS change"),
+            hyp("h-supported", "a load balancer change", supporting_evidence=["o1"]),
+            hyp("h-challenged", "an expired leaf", supporting_evidence=["o1"], challenging_evidence=["o3"]),
+            hyp("h-refuted", "a clock skew", supporting_evidence=["o1"]),
+        ],
+    )
+    checked(board)
+    board.ok("verifier", [verification("h-confirmed", "chk", "confirmed"), verification("h-refuted", "chk", "refuted")])
+
+
+@pytest.fixture
+def board(durable_url: str) -> Iterator[Board]:
+    board = Board("ws-1", url=durable_url)
+    investigation(board)
+    yield board
+    board.ledger.close()
+
+
+@pytest.fixture
+def store(durable_url: str, tmp_path: Path) -> Iterator[KnowledgeStore]:
+    store = open_knowledge_store(durable_url)
+    yield store
+    store.close()
+
+
+def writer_of(board: Board, store: KnowledgeStore) -> KnowledgeWriter:
+    return KnowledgeWriter(open_outbox(board.ledger), store)
+
+
+@pytest.mark.parametrize(
+    ("finding", "status"),
+    [
+        ("h-proposed", "proposed"),
+        ("h-challenged", "challenged"),
+        ("h-supported", "supported"),
+        ("h-refuted", "refuted"),
+        ("o2", "unverified_event_time"),
+        ("o3", "not_cited_by_a_verification"),
+    ],
+)
+def test_an_unverified_finding_is_refused_with_its_reason(board: Board, finding: str, status: str) -> None:
+    head = board.head
+    refused = board.submit("operator", [promote(finding)])
+    assert refused["ok"] is False
+    assert refused["reason"] == "invalid"
+    assert refused["field"] == "items[0].finding"
+    assert f"is {status}, not verified" in refused["message"]
+    assert board.head == head
+
+
+def test_only_an_operator_promotes_and_only_a_finding_of_the_workspace(board: Board) -> None:
+    assert board.submit("planner", [promote("h-confirmed")])["reason"] == "forbidden"
+    assert board.submit("operator", [promote("nowhere")])["reason"] == "unknown_reference"
+
+
+def test_a_confirmed_hypothesis_lands_once_when_delivered_twice(board: Board, store: KnowledgeStore) -> None:
+    outcome = board.ok("operator", [promote("h-confirmed"), promote("o1", "handshakes fail on instance 3")])
+    version = outcome["workspace_version"]
+    commit = board.ledger.read("ws-1", version - 1, version)[0]
+    assert deliver(store, commit) == 2
+    assert deliver(store, commit) == 0  # the same notification again
+    writer = writer_of(board, store)
+    assert writer.catch_up() == 0  # and the whole log once more
+    entries = store.entries("tenant-a")
+    assert [e.entry_id for e in entries] == [f"ws-1:{version}:0", f"ws-1:{version}:1"]
+    hypothesis, observation = entries
+    assert (hypothesis.finding_kind, hypothesis.verified_hypothesis, hypothesis.evidence) == (
+        "hypothesis",
+        "h-confirmed",
+        ("o1", "o2"),
+    )
+    assert (observation.finding_kind, observation.verified_hypothesis) == ("observation", "h-confirmed")
+    assert hypothesis.verification_version == version - 1 and hypothesis.verified_by == "verifier-1"
+    assert hypothesis.recorded_at == hypothesis.valid_from == commit.at.astimezone(UTC).isoformat()
+    assert audit(entries, board.ledger) == []
+
+
+def test_the_promotion_is_not_in_the_projection_and_every_released_reducer_folds_it_as_nothing(board: Board) -> None:
+    before = {
+        name: get_reducer(name).render(
+            get_reducer(name).fold(get_reducer(name).initial("ws-1"), board.ledger.read("ws-1"))
+        )
+        for name in ("workspace-rules-v1", "workspace-rules-v2", "workspace-rules-v3")
+    }
+    board.ok("operator", [promote("h-confirmed")])
+    for name, rendered in before.items():
+        reducer = get_reducer(name)
+        after = reducer.render(reducer.fold(reducer.initial("ws-1"), board.ledger.read("ws-1")))
+        assert {k: v for k, v in after.items() if k not in ("workspace_version", "version", "at", "head_hash")} == {
+            k: v for k, v in rendered.items() if k not in ("workspace_version", "version", "at", "head_hash")
+        }, name
+
+
+def test_retire_keeps_history_and_is_never_served_as_current(board: Board, store: KnowledgeStore) -> None:
+    version = board.ok("operator", [promote("h-confirmed")])["workspace_version"]
+    writer = writer_of(board, store)
+    writer.catch_up()
+    entry = f"ws-1:{version}:0"
+    assert [e.entry_id for e in store.search("tenant-a", service="payments-api", text="INTERMEDIATE")] == [entry]
+    retired_at = board.ok("operator", [retire(entry)])["workspace_version"]
+    board.ok("operator", [{**retire(entry, "ws-3"), "reason": "a later reason"}])
+    writer.catch_up()
+    assert store.search("tenant-a", service="payments-api") == []
+    [kept] = store.search("tenant-a", service="payments-api", include_retired=True)
+    assert kept.statement.startswith("an intermediate") and kept.version == version
+    assert (kept.retire_reason, kept.contradicted_by, kept.retired_in) == (
+        "the chain was complete there",
+        "ws-2",
+        f"ws-1:{retired_at}:0",
+    )
+    assert rebuild(writer.outbox) == store.entries()
+
+
+def test_an_entry_past_its_valid_until_is_not_current(board: Board, store: KnowledgeStore) -> None:
+    until = datetime(2026, 3, 3, tzinfo=UTC)
+    board.ok("operator", [promote("h-confirmed", valid_from="2026-03-01T00:00:00Z", valid_until=until.isoformat())])
+    writer_of(board, store).catch_up()
+    assert store.search("tenant-a", service="payments-api", as_of=until - timedelta(seconds=1))
+    assert store.search("tenant-a", service="payments-api", as_of=until) == []
+    [entry] = store.search("tenant-a", service="payments-api", as_of=until, include_retired=True)
+    assert entry.valid_from == "2026-03-01T00:00:00+00:00"
+
+
+def test_another_tenant_never_sees_an_entry(board: Board, store: KnowledgeStore) -> None:
+    other = Board("ws-b", url="memory://")
+    other.ledger = board.ledger
+    other.coordinator = board.coordinator
+    opened = other.envelope("operator", [])
+    opened["items"] = [
+        {
+            "type": "open",
+            "scope": {"tenant_id": "tenant-b", "environment": "production", "service": "payments-api"},
+            "goal": "Find why logins fail",
+            "runtime_limits": {
+                "max_selected_items": 20,
+                "max_investigation_cycles": 5,
+                "max_open_questions": 5,
+                "max_proposals": 5,
+                "max_pending_work": 5,
+            },
+            "execution_mode": "read_only",
+        }
+    ]
+    assert other.raw(json.dumps(opened))["ok"]
+    board.ok("operator", [promote("h-confirmed")])
+    writer_of(board, store).catch_up()
+    assert store.search("tenant-b", service="payments-api") == []
+    assert store.search("tenant-b", service="payments-api", include_retired=True) == []
+    assert store.entries("tenant-b") == []
+    assert len(store.entries("tenant-a")) == 1
+    # tenant-b's workspace cannot retire tenant-a's entry: the retirement names its own tenant
+    entry = store.entries("tenant-a")[0].entry_id
+    assert other.raw(json.dumps(other.envelope("operator", [retire(entry)])))["ok"]
+    writer_of(board, store).catch_up()
+    assert store.entries("tenant-a")[0].retired_at is None
+
+
+def test_rebuild_equals_the_store(board: Board, store: KnowledgeStore) -> None:
+    first = board.ok("operator", [promote("h-confirmed")])["workspace_version"]
+    writer = writer_of(board, store)
+    writer.catch_up()
+    board.ok("operator", [promote("o1", "instance 3 fails handshakes"), retire(f"ws-1:{first}:0")])
+    writer.catch_up()
+    rebuilt = rebuild(writer.outbox)
+    assert rebuilt == store.entries()
+    assert len(rebuilt) == 2 and sum(entry.retired for entry in rebuilt) == 1
+
+
+def test_audit_finds_an_entry_without_a_verification_behind_it(board: Board, store: KnowledgeStore) -> None:
+    version = board.ok("operator", [promote("h-confirmed")])["workspace_version"]
+    writer_of(board, store).catch_up()
+    [entry] = store.entries()
+    assert audit([entry], board.ledger) == []
+    from dataclasses import replace
+
+    forged = [
+        replace(entry, entry_id="ws-1:99:0", version=99),
+        replace(entry, entry_id="x", verified_hypothesis="h-refuted"),
+        replace(entry, entry_id="y", tenant_id="tenant-b"),
+        replace(entry, entry_id="z", verification_version=version),
+    ]
+    problems = [found.problem for found in audit(forged, board.ledger)]
+    assert len(problems) == 4
+    assert "no promotion" in problems[0] and "no verification confirming 'h-refuted'" in problems[1]
+    assert "not tenant 'tenant-b'" in problems[2] and "not before the promotion" in problems[3]
