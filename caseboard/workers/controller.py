@@ -6,8 +6,9 @@
    is waited for;
 3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
    no cycle yet; the verifier when a claim awaits checking and a completed check no verification cites is
-   new to it (completed, or a claim changed, after the verifier last read: an ``inconclusive`` verification
-   cites its check, so the same result does not want the verifier again; ADR 0125); the specialists of each
+   new to it (completed, or a claim changed, after the view its last verification was made on: an
+   ``inconclusive`` verification cites its check, so the same result does not want the verifier again; a
+   turn that verified nothing, a bad model reply, passes over nothing; ADR 0125); the specialists of each
    request kind with requests opened since the last cycle;
    the planner also when a proposal rests on evidence that has expired by the controller's clock, and the
    specialists of the re-checks and rests it requests (``followups``: stale evidence under a live proposal
@@ -72,8 +73,9 @@ class CycleMemory:
     requested: set[str] = field(default_factory=set)
     """Work requested (or reclaimed back) since the last cycle."""
     seen: int = 0
-    read: dict[str, int] = field(default_factory=dict)
-    """Per principal, the version its last commit was made on (its expected version, else the one before)."""
+    verified_on: int = 0
+    """The version the last commit carrying a verification was made on (its expected version, else the one
+    before): what the verifier had read when it last verified."""
     results: dict[str, int] = field(default_factory=dict)
     """Per work request, the version of its result."""
     claims: dict[str, int] = field(default_factory=dict)
@@ -101,13 +103,14 @@ class CycleMemory:
                 self.verdicts[item.claim] = item.result
         if commit.version > self.version:
             self.contributed.add(commit.author.principal)
-        based = commit.expected_version if commit.expected_version is not None else commit.version - 1
-        self.read[commit.author.principal] = max(self.read.get(commit.author.principal, 0), based)
+        if any(item.type == "verification" for item in commit.items):
+            based = commit.expected_version if commit.expected_version is not None else commit.version - 1
+            self.verified_on = max(self.verified_on, based)
         self.seen = commit.version
 
     def new_to_verifier(self, view: View) -> list[str]:
-        """The completed checks no verification cites that the verifier has not read as they are now."""
-        read = self.read.get(VERIFIER, 0)
+        """The completed checks no verification cites that are new since the verifier last verified."""
+        read = self.verified_on
         unsettled = [h["id"] for h in view["hypotheses"] if h["status"] in ("supported", "challenged")]
         if not unsettled:
             return []

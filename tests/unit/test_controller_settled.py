@@ -11,7 +11,7 @@ from caseboard.reducers import CURRENT, get_reducer
 from caseboard.workers.controller import POINT_LIMIT, ControllerDecision, CycleMemory, decide_next, handoff
 from caseboard.workers.followups import REST_LIMIT, Followups, followups
 from caseboard.workers.runtime import bounded_view
-from tests.unit.board import T0, Board, claim, cycle, hyp, iso, obs, result, verification
+from tests.unit.board import T0, Board, claim, cycle, hyp, iso, judgment, obs, result, verification
 
 LATER = T0 + timedelta(hours=2)
 """Past every turn timeout of the cycles the tests record."""
@@ -84,6 +84,19 @@ def test_a_check_completed_after_an_inconclusive_verification_wants_the_verifier
     decision, _ = decide(board)
     assert decision.action == "cycle"
     assert "verifier-1" in decision.scheduled
+
+
+def test_a_verifier_turn_that_verified_nothing_leaves_the_verifier_wanted() -> None:
+    board = Board("settled-2")
+    board.open()
+    board.ok("specialist", [obs("o-h")])
+    board.ok("planner", [hyp("h", "the release broke checkout", supporting_evidence=["o-h"])])
+    checked(board, "chk-h", WHOLE)
+    board.ok("controller", [cycle(1)], "controller")
+    board.ok("verifier", [judgment("inv-1", board.head)])  # its model's reply was no verification
+    decision, _ = decide(board)
+    assert decision.action == "cycle"
+    assert decision.scheduled == ("verifier-1",)
 
 
 def test_a_check_that_never_completes_gets_a_bounded_chain_of_rests_then_ends_incomplete() -> None:
