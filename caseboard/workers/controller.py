@@ -55,9 +55,9 @@ UNVERIFIED = ("proposed", "supported", "challenged")
 SETTLED = ("confirmed", "refuted")
 VERIFIER = "verifier-1"
 POINT_LIMIT = 240
+"""The characters of one point of a handoff, when the whole handoff would not fit in a status item."""
 MISSING = "missing coverage: "
 NOTHING = "nothing is unresolved"
-"""The characters of one point of a handoff, when the whole handoff would not fit in a status item."""
 STATES_KEPT = 256
 """The workspaces whose state the controller keeps to fold forward (least recently decided dropped first)."""
 
