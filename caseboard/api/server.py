@@ -13,6 +13,7 @@ from caseboard.api import (
     routes_events,
     routes_health,
     routes_judgments,
+    routes_knowledge,
     routes_ops,
     routes_read,
     routes_ui,
@@ -74,6 +75,7 @@ def create_app(
     for module in (routes_write, routes_read, routes_events, routes_ops, routes_artifacts, routes_judgments):
         api.include_router(module.router)
     api.include_router(routes_health.router)  # GET /workspaces/{id}/health (docs/health.md)
+    api.include_router(routes_knowledge.router)  # GET /knowledge: prior findings (docs/knowledge.md)
     api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules

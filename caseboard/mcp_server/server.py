@@ -1,7 +1,7 @@
 """``build_server``: caseboard as an MCP server (the official SDK's low-level ``Server``), over a ``Services``.
 
-Seven tools (``whoami``, ``list_workspaces``, ``read_view``, ``read_workspace``, ``changes_since``,
-``list_work``, ``submit``) and three resource templates (``caseboard://workspaces/{workspace_id}/projection``,
+Eight tools (``whoami``, ``list_workspaces``, ``read_view``, ``read_workspace``, ``changes_since``,
+``list_work``, ``submit``, ``search_knowledge``) and three resource templates (``caseboard://workspaces/{workspace_id}/projection``,
 ``/timeline``, ``/view``). Every tool answers with structured content: ``{"ok": true, ...}``, or a refusal
 ``{"ok": false, "reason", "message", "field", "current_version", "retryable", "next_step"}`` marked as a tool
 error (``isError``), so a model sees it and a program reads it. A resource that cannot be read is a
@@ -24,7 +24,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Annotated, Any, cast
 from urllib.parse import unquote
 
 import anyio
@@ -53,6 +53,7 @@ from starlette.requests import Request
 
 from caseboard.api.auth import Caller
 from caseboard.api.errors import ApiError, on_caseboard_error
+from caseboard.api.routes_knowledge import search_tool
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
 from caseboard.dispatcher.outbox import open_outbox
@@ -167,6 +168,15 @@ def header_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
     }
 
 
+class SearchKnowledge(a.Arguments):
+    """The arguments of ``search_knowledge``: those of ``GET /knowledge`` (docs/knowledge.md)."""
+
+    service: Annotated[str, Field(min_length=1, max_length=128, description="the service, e.g. payments-api")]
+    q: Annotated[str, Field(max_length=256)] | None = Field(None, description="words the statement holds")
+    include_retired: bool = Field(False, description="retired and expired entries too")
+    limit: Annotated[int, Field(ge=1, le=500, description="at most this many entries")] = 100
+
+
 def tool_specs(catalog: Catalog) -> list[ToolSpec]:
     return [
         ToolSpec(
@@ -236,6 +246,16 @@ def tool_specs(catalog: Catalog) -> list[ToolSpec]:
             op.submit,
             read_only=False,
             on_loop=op.submit_on_loop,
+        ),
+        ToolSpec(
+            "search_knowledge",
+            "Search prior findings",
+            "Your tenant's knowledge entries for a service: findings of other, earlier incidents that an operator "
+            "promoted after a verification, each with its provenance (workspace, version, verification, "
+            "evidence). They are prior findings, not evidence for the current incident: cite a workspace's own "
+            "observations, and treat an entry as a lead to check, never as a fact about this incident.",
+            SearchKnowledge,
+            search_tool,
         ),
     ]
 
