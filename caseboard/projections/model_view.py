@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.items import Role
+from caseboard.projections import view_sections
 from caseboard.projections.view_sections import RESERVED, Candidate, iso, sections
 from caseboard.reducers import WorkspaceState, get_reducer
 
@@ -167,6 +168,7 @@ def build_view(
     *,
     as_of: datetime | None = None,
     excerpts: Mapping[str, bytes | None] | None = None,
+    prior_findings: Sequence[Mapping[str, Any]] | None = None,
 ) -> ModelView:
     """The view of ``state`` for ``role`` in at most ``budget_chars`` characters, judged at ``as_of`` (default:
     the commit time of the version shown). ``excerpts``: the bytes of each cited excerpt by its evidence_ref,
@@ -178,6 +180,8 @@ def build_view(
     delimiter = f"entry-{nonce}"
     found = sections(state, reducer, role, when, times, suspicious_flags(commits))
     candidates = found.candidates
+    if prior_findings:  # asked for: after every section of this incident, each saying what it is not
+        candidates = [*candidates, *(prior_finding(entry) for entry in prior_findings)]
     records = cited_records(commits)
     cited: dict[str, dict[str, Any]] = {}
     if records:
@@ -224,6 +228,32 @@ def build_view(
         stale=found.stale,
         stale_proposals=found.stale_proposals,
         text=text,
+    )
+
+
+PRIOR_FINDINGS = "prior_findings"
+"""The section of knowledge entries, shown only when the caller passes them (docs/knowledge.md)."""
+
+
+def prior_finding(entry: Mapping[str, Any]) -> Candidate:
+    """A knowledge entry (``Entry.document``) as a candidate of its own section: a finding of another incident,
+    promoted after a verification there, and not evidence for this one."""
+    provenance = entry.get("provenance", {})
+    incident = provenance.get("workspace_id", "?")
+    return Candidate(
+        PRIOR_FINDINGS,
+        "prior_finding",
+        str(entry.get("entry_id", "?")),
+        f"from incident {incident}, NOT evidence for this incident: a lead to check with this incident's own "
+        "observations",
+        view_sections.Provenance(
+            author=str(entry.get("owner", "?")),
+            status="prior_finding",
+            recorded_at_version=int(provenance.get("version", 0)),
+            verified=True,
+            ingested_at=entry.get("recorded_at"),
+        ),
+        str(entry.get("statement", "")),
     )
 
 

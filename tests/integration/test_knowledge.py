@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from caseboard.dispatcher.outbox import open_outbox
+from caseboard.domain.items import Role
 from caseboard.knowledge import KnowledgeStore, KnowledgeWriter, audit, deliver, open_knowledge_store, rebuild
+from caseboard.projections.model_view import build_view
 from caseboard.reducers import get_reducer
 from tests.unit.board import Board, claim, hyp, obs, result, verification, work_request
 
@@ -242,3 +244,27 @@ def test_audit_finds_an_entry_without_a_verification_behind_it(board: Board, sto
     assert len(problems) == 4
     assert "no promotion" in problems[0] and "no verification confirming 'h-refuted'" in problems[1]
     assert "not tenant 'tenant-b'" in problems[2] and "not before the promotion" in problems[3]
+
+
+def test_the_model_view_shows_prior_findings_only_when_asked_in_their_own_section(
+    board: Board, store: KnowledgeStore
+) -> None:
+    board.ok("operator", [promote("h-confirmed")])
+    writer_of(board, store).catch_up()
+    later = Board("ws-later", url="memory://")
+    later.open()
+    later.ok("specialist", [obs("o9", "handshake failures again")])
+    state = later.coordinator.workspaces.state_at("ws-later")
+    commits = list(later.ledger.iter_commits("ws-later"))
+    reducer = later.coordinator.workspaces.reducer.name
+    plain = build_view(state, commits, Role.PLANNER, 6000, reducer)
+    assert all(entry.section != "prior_findings" for entry in plain.entries)
+    now = datetime.now(UTC)
+    found = [entry.document(now) for entry in store.search("tenant-a", service="payments-api")]
+    asked = build_view(state, commits, Role.PLANNER, 6000, reducer, prior_findings=found)
+    [prior] = [entry for entry in asked.entries if entry.section == "prior_findings"]
+    assert prior.kind == "prior_finding" and prior.ref == found[0]["entry_id"]
+    assert "from incident ws-1, NOT evidence for this incident" in (prior.note or "")
+    assert asked.entries[: len(plain.entries)] == plain.entries  # this incident's own entries come first, unchanged
+    assert later.head == 2  # the view wrote nothing
+    later.ledger.close()
