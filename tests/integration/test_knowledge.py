@@ -4,6 +4,7 @@ from the ledger, retired with its history kept, tenant-scoped, and rebuilt from 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -268,3 +269,30 @@ def test_the_model_view_shows_prior_findings_only_when_asked_in_their_own_sectio
     assert asked.entries[: len(plain.entries)] == plain.entries  # this incident's own entries come first, unchanged
     assert later.head == 2  # the view wrote nothing
     later.ledger.close()
+
+
+def test_two_writers_delivering_at_once_land_each_entry_once(board: Board, durable_url: str) -> None:
+    """Two processes' writers (each its own connection to the store) catch up from the start at the same
+    moment: the key of each entry lets one of them write it, the other writes nothing."""
+    board.ok("operator", [promote("h-confirmed"), promote("o1", "handshakes fail on instance 3")])
+    stores = [open_knowledge_store(durable_url), open_knowledge_store(durable_url)]
+    writers = [writer_of(board, store) for store in stores]
+    barrier = threading.Barrier(2)
+    changed: list[int] = []
+
+    def run(writer: KnowledgeWriter) -> None:
+        barrier.wait()
+        changed.append(writer.catch_up())
+
+    threads = [threading.Thread(target=run, args=(writer,)) for writer in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    try:
+        assert sorted(changed) in ([0, 2], [1, 1])
+        assert len(stores[0].entries()) == 2 and stores[0].entries() == stores[1].entries()
+        assert rebuild(writers[0].outbox) == stores[0].entries()
+    finally:
+        for store in stores:
+            store.close()
