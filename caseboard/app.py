@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caseboard.coordinator.service import Coordinator
-from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.wakeup import CommitNotifier
 from caseboard.evidence import ArtifactStore, open_artifact_store
 from caseboard.knowledge import KnowledgeWriter, open_knowledge_store
@@ -37,7 +36,7 @@ class App:
         """The knowledge store that goes with the ledger and its writer, caught up with the ledger's
         notification log (docs/knowledge.md); opened on first use."""
         if self._knowledge is None:
-            self._knowledge = KnowledgeWriter(open_outbox(self.ledger), open_knowledge_store(self.database_url))
+            self._knowledge = KnowledgeWriter(self.ledger, open_knowledge_store(self.database_url))
         writer: KnowledgeWriter = self._knowledge
         writer.catch_up()
         return writer

@@ -91,7 +91,7 @@ def cmd_audit(app: App, args: argparse.Namespace) -> int:
 def cmd_rebuild(app: App, args: argparse.Namespace) -> int:
     writer = app.knowledge()
     stored = writer.store.entries()
-    rebuilt = rebuild(writer.outbox)
+    rebuilt = rebuild(app.ledger)
     if rebuilt == stored:
         sys.stdout.write(f"rebuilt {len(rebuilt)} entries from the ledger: equal to the store\n")
         return 0

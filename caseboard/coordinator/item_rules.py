@@ -607,6 +607,9 @@ def _promote(item: it.Promote, c: Context) -> Decision:
         "verified_by": found.verified_by,
         "verified_hypothesis": found.via_hypothesis or item.finding,
         "evidence": list(found.evidence),
+        "evidence_versions": {
+            ref: c.state.observations[ref].version for ref in found.evidence if ref in c.state.observations
+        },
     }
 
 

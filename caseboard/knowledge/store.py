@@ -43,6 +43,7 @@ COLUMNS = (
     "verified_by",
     "verified_hypothesis",
     "evidence",
+    "excerpts",
     "retired_at",
     "retire_reason",
     "contradicted_by",
@@ -69,6 +70,7 @@ SCHEMA = (
         verified_by TEXT,
         verified_hypothesis TEXT NOT NULL,
         evidence TEXT NOT NULL,
+        excerpts TEXT NOT NULL,
         retired_at TEXT,
         retire_reason TEXT,
         contradicted_by TEXT,
@@ -109,6 +111,9 @@ class Entry:
     verified_by: str | None
     verified_hypothesis: str
     evidence: tuple[str, ...] = ()
+    excerpts: tuple[tuple[str, str], ...] = ()
+    """For each observation among ``evidence`` that cites an artifact's excerpt: its id and the excerpt's
+    SHA-256 as the coordinator recorded it (docs/adr/0081)."""
     retired_at: str | None = None
     retire_reason: str | None = None
     contradicted_by: str | None = None
@@ -125,12 +130,14 @@ class Entry:
     def row(self) -> tuple[Any, ...]:
         values = asdict(self)
         values["evidence"] = json.dumps(list(self.evidence))
+        values["excerpts"] = json.dumps(dict(self.excerpts))
         return tuple(values[name] for name in COLUMNS)
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Entry:
         values = dict(zip(COLUMNS, row, strict=True))
         values["evidence"] = tuple(json.loads(values["evidence"]))
+        values["excerpts"] = tuple(sorted(json.loads(values["excerpts"]).items()))
         return cls(**values)
 
     def document(self, as_of: datetime) -> dict[str, Any]:
@@ -166,6 +173,7 @@ class Entry:
                     "verified_by": self.verified_by,
                 },
                 "evidence": list(self.evidence),
+                "excerpt_sha256": dict(self.excerpts),
             },
         }
 

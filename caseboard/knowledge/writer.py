@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from caseboard.dispatcher.outbox import START, Outbox
+from caseboard.dispatcher.outbox import START, Outbox, open_outbox
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
 from caseboard.knowledge.store import Entry, KnowledgeStore, when
@@ -28,13 +28,17 @@ def entry_id(workspace_id: str, version: int, index: int) -> str:
     return f"{workspace_id}:{version}:{index}"
 
 
-def deliver(store: KnowledgeStore, commit: Commit) -> int:
+def deliver(store: KnowledgeStore, commit: Commit, ledger: EventsourcingLedger) -> int:
     """Apply ``commit``'s knowledge items to the store; how many entries it wrote or retired (0 on a second
-    delivery)."""
+    delivery). ``ledger`` gives the excerpt hashes recorded with the evidence of a promotion."""
     changed = 0
     for index, (item, decision) in enumerate(zip(commit.items, commit.decisions, strict=True)):
         if isinstance(item, it.Promote):
-            changed += store.insert(promoted(commit, index, item, decision))
+            entry = promoted(commit, index, item, decision)
+            versions = decision.get("evidence_versions")
+            if isinstance(versions, dict) and versions:
+                entry = replace(entry, excerpts=excerpts(ledger, commit.workspace_id, versions))
+            changed += store.insert(entry)
         elif isinstance(item, it.Retire):
             changed += store.retire(
                 str(decision["tenant_id"]),
@@ -72,6 +76,18 @@ def promoted(commit: Commit, index: int, item: it.Promote, decision: dict[str, o
     )
 
 
+def excerpts(ledger: EventsourcingLedger, workspace_id: str, versions: dict[str, int]) -> tuple[tuple[str, str], ...]:
+    """The SHA-256 the coordinator recorded for each cited excerpt among the observations at ``versions``."""
+    found: dict[str, str] = {}
+    for ref, version in versions.items():
+        for commit in ledger.read(workspace_id, int(version) - 1, int(version)):
+            for decision in commit.decisions:
+                excerpt = decision.get("excerpt")
+                if decision.get("id") == ref and isinstance(excerpt, dict) and excerpt.get("sha256"):
+                    found[ref] = str(excerpt["sha256"])
+    return tuple(sorted(found.items()))
+
+
 def carries_knowledge(commit: Commit) -> bool:
     return any(item.type in it.KNOWLEDGE_ITEMS for item in commit.items)
 
@@ -82,8 +98,9 @@ class KnowledgeWriter:
     The position is saved after the commits it covers are written: a crash in between delivers them again,
     which writes nothing twice."""
 
-    def __init__(self, outbox: Outbox, store: KnowledgeStore) -> None:
-        self.outbox = outbox
+    def __init__(self, ledger: EventsourcingLedger, store: KnowledgeStore) -> None:
+        self.ledger = ledger
+        self.outbox: Outbox = open_outbox(ledger)
         self.store = store
         self._lock = threading.Lock()
 
@@ -96,7 +113,7 @@ class KnowledgeWriter:
                 entries = self.outbox.read(position, BATCH)
                 for entry in entries:
                     if carries_knowledge(entry.commit):
-                        changed += deliver(self.store, entry.commit)
+                        changed += deliver(self.store, entry.commit, self.ledger)
                 if entries:
                     position = entries[-1].position
                     self.store.save_position(POSITION, position)
@@ -104,9 +121,10 @@ class KnowledgeWriter:
                     return changed
 
 
-def rebuild(outbox: Outbox) -> list[Entry]:
-    """The store's rows as the ledger alone gives them: every commit of the log, from the start, into a fresh
+def rebuild(ledger: EventsourcingLedger) -> list[Entry]:
+    """The store's rows as the ledger alone gives them: every commit of its log, from the start, into a fresh
     store in memory."""
+    outbox = open_outbox(ledger)
     scratch = KnowledgeStore(":memory:")
     try:
         position = START
@@ -114,7 +132,7 @@ def rebuild(outbox: Outbox) -> list[Entry]:
             entries = outbox.read(position, BATCH)
             for entry in entries:
                 if carries_knowledge(entry.commit):
-                    deliver(scratch, entry.commit)
+                    deliver(scratch, entry.commit, ledger)
             if entries:
                 position = entries[-1].position
             if len(entries) < BATCH:

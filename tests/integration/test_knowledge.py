@@ -3,6 +3,7 @@ from the ledger, retired with its history kept, tenant-scoped, and rebuilt from 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -12,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from caseboard.dispatcher.outbox import open_outbox
+from caseboard.app import build_app
+from caseboard.coordinator import parse_contribution
 from caseboard.domain.items import Role
 from caseboard.knowledge import KnowledgeStore, KnowledgeWriter, audit, deliver, open_knowledge_store, rebuild
 from caseboard.projections.model_view import build_view
 from caseboard.reducers import get_reducer
-from tests.unit.board import Board, claim, hyp, obs, result, verification, work_request
+from caseboard.settings import Settings
+from tests.unit.board import Board, claim, hyp, obs, open_item, result, verification, work_request
 
 SCOPE = {"service": "payments-api", "environment": "production"}
 
@@ -86,7 +89,7 @@ def store(durable_url: str, tmp_path: Path) -> Iterator[KnowledgeStore]:
 
 
 def writer_of(board: Board, store: KnowledgeStore) -> KnowledgeWriter:
-    return KnowledgeWriter(open_outbox(board.ledger), store)
+    return KnowledgeWriter(board.ledger, store)
 
 
 @pytest.mark.parametrize(
@@ -119,8 +122,8 @@ def test_a_confirmed_hypothesis_lands_once_when_delivered_twice(board: Board, st
     outcome = board.ok("operator", [promote("h-confirmed"), promote("o1", "handshakes fail on instance 3")])
     version = outcome["workspace_version"]
     commit = board.ledger.read("ws-1", version - 1, version)[0]
-    assert deliver(store, commit) == 2
-    assert deliver(store, commit) == 0  # the same notification again
+    assert deliver(store, commit, board.ledger) == 2
+    assert deliver(store, commit, board.ledger) == 0  # the same notification again
     writer = writer_of(board, store)
     assert writer.catch_up() == 0  # and the whole log once more
     entries = store.entries("tenant-a")
@@ -170,7 +173,7 @@ def test_retire_keeps_history_and_is_never_served_as_current(board: Board, store
         "ws-2",
         f"ws-1:{retired_at}:0",
     )
-    assert rebuild(writer.outbox) == store.entries()
+    assert rebuild(board.ledger) == store.entries()
 
 
 def test_an_entry_past_its_valid_until_is_not_current(board: Board, store: KnowledgeStore) -> None:
@@ -223,7 +226,7 @@ def test_rebuild_equals_the_store(board: Board, store: KnowledgeStore) -> None:
     writer.catch_up()
     board.ok("operator", [promote("o1", "instance 3 fails handshakes"), retire(f"ws-1:{first}:0")])
     writer.catch_up()
-    rebuilt = rebuild(writer.outbox)
+    rebuilt = rebuild(board.ledger)
     assert rebuilt == store.entries()
     assert len(rebuilt) == 2 and sum(entry.retired for entry in rebuilt) == 1
 
@@ -292,7 +295,36 @@ def test_two_writers_delivering_at_once_land_each_entry_once(board: Board, durab
     try:
         assert sorted(changed) in ([0, 2], [1, 1])
         assert len(stores[0].entries()) == 2 and stores[0].entries() == stores[1].entries()
-        assert rebuild(writers[0].outbox) == stores[0].entries()
+        assert rebuild(board.ledger) == stores[0].entries()
     finally:
         for store in stores:
             store.close()
+
+
+def test_the_entry_carries_the_excerpt_hash_of_cited_evidence(sqlite_url: str) -> None:
+    log = b"".join(b"14:%02d handshake_failure payments-api-3\n" % minute for minute in range(10))
+    app = build_app(Settings(database_url=sqlite_url), database_url=sqlite_url)
+    try:
+        aid = app.artifacts.put("tenant-a", [log], stored_by="spec", media_type="text/plain").meta.artifact_id
+
+        def submit(role: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+            body = {"workspace_id": "ws-x", "author": {"principal": f"{role}-1", "role": role}, "items": items}
+            outcome = app.coordinator().submit(parse_contribution(json.dumps(body)))
+            assert outcome["ok"], outcome
+            return outcome
+
+        submit("operator", [open_item()])
+        submit("specialist", [obs("o1", evidence_ref={"artifact": aid, "lines": [2, 3]}), obs("o2")])
+        submit("planner", [hyp("h1", supporting_evidence=["o1", "o2"]), work_request("chk")])
+        generation = submit("verifier", [claim("chk")])["items"][0]["generation"]
+        submit("verifier", [result("chk", generation, summary="confirmed")])
+        submit("verifier", [verification("h1", "chk", "confirmed")])
+        submit("operator", [promote("h1")])
+        [entry] = app.knowledge().store.entries("tenant-a")
+        excerpt = b"".join(log.splitlines(keepends=True)[1:3])
+        assert entry.evidence == ("o1", "o2")
+        assert entry.excerpts == (("o1", hashlib.sha256(excerpt).hexdigest()),)
+        assert entry.document(datetime.now(UTC))["provenance"]["excerpt_sha256"] == dict(entry.excerpts)
+        assert rebuild(app.ledger) == [entry]
+    finally:
+        app.close()
