@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import EventsourcingLedger, open_ledger
@@ -21,6 +22,14 @@ SHARED_SCENARIOS = ROOT.parent / "shared" / "scenarios"
 PACKAGED_SCENARIOS = ROOT / "caseboard" / "scenarios"
 POSTGRES_URL = os.environ.get("CASEBOARD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("CASEBOARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults() -> Iterator[None]:
+    """A test that runs the command line in-process configures logging to the stream of the moment (a
+    capture that closes with the test); the next test must not write there."""
+    yield
+    structlog.reset_defaults()
 
 
 def scenario_dir() -> Path:
