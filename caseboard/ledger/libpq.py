@@ -2,7 +2,7 @@
 
 psycopg's ``execute`` spends ~35-50 us of CPU per statement on its query cache, adaptation and result
 objects. For a fixed statement of known types (the append of one commit, the commit notifier's NOTIFY) the
-protocol exchange itself is ~10 us. ``exchange`` waits for the socket in ``select``, which releases the GIL
+protocol exchange itself is ~10 us. ``exchange`` waits for the socket in ``poll``, which releases the GIL
 as psycopg does (libpq's blocking ``PQexec`` would hold it for the whole round trip). Every wait is bounded
 by ``ANSWER_TIMEOUT_S`` (ADR 0040). Errors are psycopg's: ``OperationalError`` when the connection is lost
 or the server did not answer in time (the connection must then be closed: a statement may still be on its
@@ -27,13 +27,12 @@ class NoAnswer(psycopg.OperationalError):
 
 
 def _wait(pgconn: Any, deadline: float, *, write: bool = False) -> None:
+    """``poll``, not ``select``: a process with more than 1,023 open descriptors (connections, event streams)
+    has sockets ``select`` cannot watch."""
     left = deadline - time.monotonic()
-    sockets = [pgconn.socket]
-    ready = (
-        select.select([], sockets, [], max(left, 0.0))[1]
-        if write
-        else select.select(sockets, [], [], max(left, 0.0))[0]
-    )
+    poller = select.poll()
+    poller.register(pgconn.socket, select.POLLOUT if write else select.POLLIN)
+    ready = poller.poll(max(left, 0.0) * 1000)
     if not ready:
         raise NoAnswer(f"PostgreSQL did not answer within {ANSWER_TIMEOUT_S:g} s")
 

@@ -1,10 +1,9 @@
 """A process with more than 1,024 open descriptors still commits to PostgreSQL.
 
 A server holding ~1,000 connections (event-stream subscribers, say) opens its database sockets above
-descriptor 1023. The append waits on its socket with ``select()`` (``caseboard/ledger/libpq.py``), which
-cannot watch such a descriptor: the commit fails with ``ValueError`` (a 500 over HTTP). Found measuring
-issue 21's subscribers (docs/adr/0128); strict, so that the fix (``poll``) turns this into a failure that asks
-for the mark to go.
+descriptor 1023. The append waited on its socket with ``select()`` (``caseboard/ledger/libpq.py``), which
+cannot watch such a descriptor: the commit failed with ``ValueError`` (a 500 over HTTP). Found measuring
+issue 21's subscribers (docs/adr/0128); the append now waits with ``poll``.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ def crowded() -> Iterator[None]:
         os.close(descriptor)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="libpq.py waits with select() (docs/adr/0128)")
 def test_a_commit_lands_when_the_database_socket_is_above_descriptor_1023(postgres_url: str, crowded: None) -> None:
     ledger = open_ledger(postgres_url)
     try:
