@@ -83,15 +83,12 @@ def copy_of_the_project(into: Path) -> Path:
     return into
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda mutant: mutant.name)
-def test_the_suite_fails_with_the_named_mutant(mutant: Mutant, tmp_path: Path) -> None:
-    source = (ROOT / mutant.path).read_text()
-    assert source.count(mutant.original) == 1, f"{mutant.name}: the guard moved; move its mutant with it"
-    project = copy_of_the_project(tmp_path / "project")
-    (project / mutant.path).write_text(source.replace(mutant.original, mutant.mutated))
+def run_the_selection(project: Path) -> subprocess.CompletedProcess[str]:
+    """The selection of ``TESTS``, against the copy in ``project`` (first on the path, so it is what is
+    imported)."""
     env = {**os.environ, "PYTHONPATH": str(project), "CASEBOARD_LOG_LEVEL": "error"}
     env.pop("PYTEST_ADDOPTS", None)
-    run = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS],
         cwd=project,
         env=env,
@@ -99,6 +96,15 @@ def test_the_suite_fails_with_the_named_mutant(mutant: Mutant, tmp_path: Path) -
         text=True,
         timeout=600,
     )
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda mutant: mutant.name)
+def test_the_suite_fails_with_the_named_mutant(mutant: Mutant, tmp_path: Path) -> None:
+    source = (ROOT / mutant.path).read_text()
+    assert source.count(mutant.original) == 1, f"{mutant.name}: the guard moved; move its mutant with it"
+    project = copy_of_the_project(tmp_path / "project")
+    (project / mutant.path).write_text(source.replace(mutant.original, mutant.mutated))
+    run = run_the_selection(project)
     tail = "\n".join(run.stdout.splitlines()[-5:])
     assert run.returncode == 1, f"{mutant.name}: the suite did not fail (exit {run.returncode}):\n{tail}"
 
@@ -106,14 +112,5 @@ def test_the_suite_fails_with_the_named_mutant(mutant: Mutant, tmp_path: Path) -
 def test_the_unmutated_selection_passes_against_a_copy(tmp_path: Path) -> None:
     """The control: the same selection, run the same way against an unmutated copy, passes, so each failure
     above is the mutant's."""
-    project = copy_of_the_project(tmp_path / "project")
-    env = {**os.environ, "PYTHONPATH": str(project), "CASEBOARD_LOG_LEVEL": "error"}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = run_the_selection(copy_of_the_project(tmp_path / "project"))
     assert run.returncode == 0, "\n".join(run.stdout.splitlines()[-15:])

@@ -2,44 +2,17 @@
 touching what it depends on was committed after the version of its last retaining review (or after its basis,
 when it was never retained).
 
-The oracle reads nothing but the commits: which versions challenged, refuted, revised or withdrew a direct
-dependency, or changed the constraints, and which version each ``retained`` review was made against. It is a
-subset of what the reducer counts as material, so every violation it reports is real.
+The oracle (tests/oracles.py) reads nothing but the commits: which versions challenged, refuted, revised or
+withdrew a direct dependency, or changed the constraints, and which version each ``retained`` review was made
+against. It is a subset of what the reducer counts as material, so every violation it reports is real.
 """
 
 from __future__ import annotations
 
 from hypothesis import given
 
-from caseboard.domain.commit import Commit
+from tests.oracles import material_versions, reviewed_against
 from tests.unit.test_reducer_properties import PROPERTY_SETTINGS, History, histories
-
-
-def material_versions(commits: list[Commit], depends_on: tuple[str, ...]) -> list[int]:
-    deps = set(depends_on)
-    found: list[int] = []
-    for commit in commits:
-        for item in commit.items:
-            touches = (
-                (item.type == "link" and item.relation == "challenges" and item.hypothesis in deps)
-                or (item.type == "verification" and item.result == "refuted" and item.claim in deps)
-                or (item.type == "review" and item.decision in ("revised", "withdrawn") and item.proposal in deps)
-                or item.type == "constraints"
-            )
-            if touches:
-                found.append(commit.version)
-    return found
-
-
-def reviewed_against(commits: list[Commit], proposal_id: str, basis: int) -> int:
-    against = basis
-    for commit in commits:
-        for item in commit.items:
-            if item.type == "review" and item.proposal == proposal_id and item.decision == "retained":
-                version = item.based_on_workspace_version or commit.expected_version
-                assert version is not None, f"a retain without a version landed at {commit.version}"
-                against = max(against, version)
-    return against
 
 
 @PROPERTY_SETTINGS
