@@ -155,6 +155,13 @@ def view(
     as_of: Annotated[
         datetime | None, Query(description="the time of use freshness is judged at, ISO 8601 (default: now)")
     ] = None,
+    prior_findings: Annotated[
+        bool,
+        Query(
+            description="add the tenant's knowledge entries for the workspace's service, in a section of their "
+            "own that says they are prior findings of other incidents, not evidence for this one (docs/knowledge.md)"
+        ),
+    ] = False,
 ) -> JSONResponse:
     visible(svc, who, workspace_id)
     reader = role or who.role
@@ -169,5 +176,19 @@ def view(
     commits = svc.app.ledger.read(workspace_id, upto=state.version)
     when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
     excerpts = excerpts_for(lambda: svc.app.artifacts, tenant_of(state), commits)  # docs/adr/0081
-    built = build_view(state, commits, reader, budget_chars, workspaces.reducer.name, as_of=when, excerpts=excerpts)
+    found = None
+    if prior_findings:
+        service = state.scope.get("service")
+        entries = svc.app.knowledge().store.search(who.tenant_id, service=service, as_of=when) if service else []
+        found = [entry.document(when) for entry in entries]
+    built = build_view(
+        state,
+        commits,
+        reader,
+        budget_chars,
+        workspaces.reducer.name,
+        as_of=when,
+        excerpts=excerpts,
+        prior_findings=found,
+    )
     return JSONResponse(built.model_dump(mode="json"))

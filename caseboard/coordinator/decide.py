@@ -24,7 +24,7 @@ from caseboard.domain.injection import suspicious_text
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 LATE_ARRIVAL_TYPES = frozenset({"observation", "work_result"})
-WHILE_CLOSED = LATE_ARRIVAL_TYPES | {"reopen"}
+WHILE_CLOSED = LATE_ARRIVAL_TYPES | {"reopen", "promote", "retire"}  # knowledge is promoted after the incident
 
 
 @dataclass(frozen=True)

@@ -84,3 +84,27 @@ def test_the_mcp_tool_answers_what_the_route_answers(server: RunningServer) -> N
     found, refused = anyio.run(scenario)
     assert found["ok"] is True and found["entries"] == route["entries"] and len(found["entries"]) == 1
     assert refused["ok"] is False and refused["reason"] == "invalid"
+
+
+def test_a_closed_incident_s_finding_is_promoted_and_another_incident_s_view_shows_it_when_asked(
+    server: RunningServer,
+) -> None:
+    """Knowledge is promoted once an incident is over: a closed workspace still takes ``promote``. A later
+    incident of the same service sees it in ``/view`` only with ``prior_findings=true``, in its own section."""
+    closing = {"type": "status", "to": "closed", "reason": "resolved"}
+    post(server, "op", "operator", [closing])
+    promoted = post(server, "op", "operator", [promote("h1")])["workspace_version"]
+    operator = server.as_("op", "operator")
+    assert operator.post("/workspaces", json=open_body("ws-next")).status_code == 201
+    planner = server.as_("plan", "planner")
+    plain = planner.get("/workspaces/ws-next/view", params={"budget_chars": 6000})
+    assert plain.status_code == 200, plain.text
+    assert "prior_finding" not in plain.text
+    asked = planner.get("/workspaces/ws-next/view", params={"budget_chars": 6000, "prior_findings": "true"})
+    assert asked.status_code == 200, asked.text
+    [entry] = [e for e in asked.json()["entries"] if e["section"] == "prior_findings"]
+    assert entry["ref"] == f"ws-k:{promoted}:0" and "NOT evidence for this incident" in entry["note"]
+    other = server.as_("intruder", "operator", tenant="tenant-b")
+    assert other.post("/workspaces", json=open_body("ws-other", tenant="tenant-b")).status_code == 201
+    theirs = other.get("/workspaces/ws-other/view", params={"budget_chars": 6000, "prior_findings": "true"})
+    assert theirs.status_code == 200 and "prior_finding" not in theirs.text
