@@ -187,7 +187,8 @@ class FakeModel:
                     pass  # the client gave up (its timeout)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def url(self) -> str:
@@ -210,6 +211,12 @@ class FakeModel:
         self.thread.start()
         return self
 
+    def _serve(self) -> None:
+        self.server.timeout = 0.05  # handle_request returns at least this often, so a stop is seen promptly
+        while not self._stop.is_set():
+            self.server.handle_request()
+
     def __exit__(self, *_: object) -> None:
-        self.server.shutdown()
+        self._stop.set()
+        self.thread.join(timeout=10)
         self.server.server_close()
