@@ -6,7 +6,6 @@ import argparse
 import importlib
 import json
 import sys
-import time
 from typing import Any
 
 from caseboard.agent.audit import judgments, table
@@ -15,13 +14,12 @@ from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
 from caseboard.agent.plugin import participant
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import _stop_on_signals
-from caseboard.dispatcher.broker import BrokerWatch, check_broker
+from caseboard.cli.dispatch_cmds import consume_until_stopped
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError, UnknownWorkspace
 from caseboard.domain.items import Role
 from caseboard.workers.host import DEFAULT_KINDS
-from caseboard.workers.live import broker_for, pause_consumers, resume_consumers
+from caseboard.workers.live import broker_for
 from caseboard.workers.plugins import load_participants
 from caseboard.workers.runtime import Participant
 from caseboard.workers.scripted import specialist_principal
@@ -115,26 +113,7 @@ def cmd_agent(app: App, args: argparse.Namespace) -> int:
     worker = start_agent(
         broker, host, role_queues(cast, args.with_controller), args.threads, app.settings.worker_poll_ms
     )
-    watch = BrokerWatch(
-        lambda: check_broker(app.settings.redis_url),
-        on_down=lambda: pause_consumers(worker),
-        on_up=lambda: resume_consumers(worker),
-    )
-    stop = _stop_on_signals()
-    next_tick = time.monotonic() + args.tick
-    try:
-        while True:
-            if time.monotonic() >= next_tick:
-                host.tick()
-                next_tick = time.monotonic() + args.tick
-            retry_in = watch.step()
-            if stop.wait(max(0.0, min(next_tick - time.monotonic(), retry_in or args.tick))):
-                break
-    finally:
-        worker.stop()
-        broker.close()
-        store.close()
-    return 0
+    return consume_until_stopped(app, host, worker, broker, store, args.tick)
 
 
 def cmd_judgments(app: App, args: argparse.Namespace) -> int:

@@ -132,20 +132,26 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
         participants=tuple(args.participant),
     )
     worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
+    return consume_until_stopped(app, host, worker, broker, store, args.tick)
+
+
+def consume_until_stopped(app: App, host: Any, worker: Any, broker: Any, store: DispatchStore, tick_s: float) -> int:
+    """Run ``worker``'s consumers until SIGTERM or SIGINT: ``host.tick()`` every ``tick_s``, the consumers paused
+    while the broker is down and resumed when it is back; then stop and close everything."""
     watch = BrokerWatch(
         lambda: check_broker(app.settings.redis_url),
         on_down=lambda: pause_consumers(worker),
         on_up=lambda: resume_consumers(worker),
     )
     stop = _stop_on_signals()
-    next_tick = time.monotonic() + args.tick
+    next_tick = time.monotonic() + tick_s
     try:
         while True:
             if time.monotonic() >= next_tick:
                 host.tick()
-                next_tick = time.monotonic() + args.tick
+                next_tick = time.monotonic() + tick_s
             retry_in = watch.step()  # a probe while the broker is up; when due, backing off, while it is down
-            if stop.wait(max(0.0, min(next_tick - time.monotonic(), retry_in or args.tick))):
+            if stop.wait(max(0.0, min(next_tick - time.monotonic(), retry_in or tick_s))):
                 break
     finally:
         worker.stop()
