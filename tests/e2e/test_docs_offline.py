@@ -12,19 +12,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.browser import offline_page
 from tests.http_server import RunningServer, running_server
-
-CHROMIUM = os.environ.get("CASEBOARD_TEST_CHROMIUM", "/usr/bin/chromium")
-
-
-def chromium() -> str:
-    found = CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium")
-    if found is None:
-        message = f"no chromium at {CHROMIUM} (apt-get install -y chromium; .ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -46,37 +35,17 @@ def test_the_docs_pages_reference_no_cdn(server: RunningServer) -> None:
 def test_swagger_ui_renders_the_operations_in_a_headless_browser_without_internet(
     server: RunningServer, tmp_path: Path
 ) -> None:
-    executable = chromium()
-    from playwright.sync_api import Route, sync_playwright
-
     ours = urlsplit(server.base_url).netloc
-    refused: list[str] = []
-
-    def offline(route: Route) -> None:
-        if urlsplit(route.request.url).netloc == ours:
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            page.route("**/*", offline)
-            page.goto(server.base_url + "/docs", wait_until="networkidle")
-            page.wait_for_selector(".opblock", timeout=30_000)
-            operations = page.locator(".opblock-summary-path").all_inner_texts()
-            title = page.locator(".info .title").inner_text()
-            page.screenshot(path=str(tmp_path / "docs.png"), full_page=False)
-            shot = Path(os.environ.get("CASEBOARD_TEST_SCREENSHOT", tmp_path / "docs.png"))
-            if shot != tmp_path / "docs.png":
-                shutil.copy(tmp_path / "docs.png", shot)
-        finally:
-            browser.close()
-    assert refused == []
+    with offline_page(lambda requested: urlsplit(requested).netloc == ours, 1280, 1400) as (page, seen):
+        page.goto(server.base_url + "/docs", wait_until="networkidle")
+        page.wait_for_selector(".opblock", timeout=30_000)
+        operations = page.locator(".opblock-summary-path").all_inner_texts()
+        title = page.locator(".info .title").inner_text()
+        page.screenshot(path=str(tmp_path / "docs.png"), full_page=False)
+        shot = Path(os.environ.get("CASEBOARD_TEST_SCREENSHOT", tmp_path / "docs.png"))
+        if shot != tmp_path / "docs.png":
+            shutil.copy(tmp_path / "docs.png", shot)
+    assert seen.refused == []
     assert title.startswith("caseboard")
     paths = {text.replace("\u200b", "").strip() for text in operations}
     assert {"/workspaces", "/workspaces/{workspace_id}", "/workspaces/{workspace_id}/contributions"} <= paths

@@ -19,8 +19,8 @@ import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from tests.browser import offline_page
 from tests.conftest import ROOT, caseboard, play, scenario_lines, stale_install
-from tests.e2e.test_docs_offline import chromium
 
 CORPUS_INCIDENT = ROOT / "corpus" / "stale-proposal-066.jsonl"
 
@@ -39,53 +39,26 @@ class Opened:
 
 
 def open_report(html: Path, shots: Path, name: str) -> Opened:
-    executable = chromium()
-    from playwright.sync_api import ConsoleMessage, Route, sync_playwright
-
-    errors: list[str] = []
-    refused: list[str] = []
     url = html.resolve().as_uri()
-
-    def offline(route: Route) -> None:
-        if route.request.url == url:
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    def console(message: ConsoleMessage) -> None:
-        if message.type in ("error", "warning"):
-            errors.append(f"{message.type}: {message.text}")
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+    with offline_page(lambda requested: requested == url) as (page, seen):
+        page.goto(url, wait_until="load")
+        page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
+        page.wait_for_timeout(300)  # the layout's last frame
+        timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
+        counts: Any = page.evaluate(
+            "() => [window.caseboardGraph.edges('[relation = \"challenges\"]').length,"
+            " window.caseboardGraph.edges('[relation = \"supports\"]').length]"
         )
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("console", console)
-            page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
-            page.route("**/*", offline)
-            page.goto(url, wait_until="load")
-            page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
-            page.wait_for_timeout(300)  # the layout's last frame
-            timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
-            counts: Any = page.evaluate(
-                "() => [window.caseboardGraph.edges('[relation = \"challenges\"]').length,"
-                " window.caseboardGraph.edges('[relation = \"supports\"]').length]"
-            )
-            why = {
-                item.removeprefix("why-"): page.locator(f"#{item} + ul").inner_text()
-                for item in page.locator("#why h3").evaluate_all("hs => hs.map(h => h.id)")
-            }
-            chain = page.locator("#chain").inner_text()
-            ready = page.get_attribute("#cy", "data-ready")
-            shot = shots / f"report-{name}.png"
-            page.screenshot(path=str(shot), full_page=True)
-            page.locator("#graph").screenshot(path=str(shots / f"report-{name}-graph.png"))
-        finally:
-            browser.close()
-    return Opened(errors, refused, timeline, counts[0], counts[1], ready, why, chain, shot)
+        why = {
+            item.removeprefix("why-"): page.locator(f"#{item} + ul").inner_text()
+            for item in page.locator("#why h3").evaluate_all("hs => hs.map(h => h.id)")
+        }
+        chain = page.locator("#chain").inner_text()
+        ready = page.get_attribute("#cy", "data-ready")
+        shot = shots / f"report-{name}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        page.locator("#graph").screenshot(path=str(shots / f"report-{name}-graph.png"))
+    return Opened(seen.errors, seen.refused, timeline, counts[0], counts[1], ready, why, chain, shot)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from tests.browser import offline_page
 from tests.conftest import play, scenario_lines, stale_install
-from tests.e2e.test_docs_offline import chromium
 from tests.http_server import RunningServer, running_server
 
 
@@ -37,59 +37,31 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 def test_the_ui_signs_in_shows_incident_042_and_its_slider_moves_to_a_past_version(
     server: RunningServer, tmp_path: Path
 ) -> None:
-    executable = chromium()
-    from playwright.sync_api import ConsoleMessage, Route, sync_playwright
-
     token = server.token("auditor-1", "operator", tenant="tenant-a")
     ours = urlsplit(server.base_url).netloc
-    errors: list[str] = []
-    refused: list[str] = []
-
-    def offline(route: Route) -> None:
-        if urlsplit(route.request.url).netloc == ours:
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    def console(message: ConsoleMessage) -> None:
-        if message.type in ("error", "warning"):
-            errors.append(f"{message.type}: {message.text}")
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("console", console)
-            page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
-            page.route("**/*", offline)
-            page.goto(server.base_url + "/ui/")
-            page.fill("input[name=token]", token)
-            page.click("button[type=submit]")
-            page.wait_for_selector("input[name=workspace]")
-            page.fill("input[name=workspace]", "incident-042")
-            page.click("button[type=submit]")
-            page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
-            head_title = page.locator("h1").inner_text()
-            head_timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
-            with page.expect_navigation():
-                page.eval_on_selector(
-                    "#version-slider",
-                    "s => { s.value = '18'; s.dispatchEvent(new Event('input'));"
-                    " s.dispatchEvent(new Event('change')); }",
-                )
-            page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
-            past_title = page.locator("h1").inner_text()
-            past_url = page.url
-            past_timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
-            past_status = page.locator("#why h3").all_inner_texts()
-            page.screenshot(path=str(tmp_path / "ui-v18.png"), full_page=False)
-            print(f"\nui screenshot: {tmp_path / 'ui-v18.png'}")
-        finally:
-            browser.close()
-    assert errors == [] and refused == []
+    with offline_page(lambda requested: urlsplit(requested).netloc == ours) as (page, seen):
+        page.goto(server.base_url + "/ui/")
+        page.fill("input[name=token]", token)
+        page.click("button[type=submit]")
+        page.wait_for_selector("input[name=workspace]")
+        page.fill("input[name=workspace]", "incident-042")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
+        head_title = page.locator("h1").inner_text()
+        head_timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
+        with page.expect_navigation():
+            page.eval_on_selector(
+                "#version-slider",
+                "s => { s.value = '18'; s.dispatchEvent(new Event('input')); s.dispatchEvent(new Event('change')); }",
+            )
+        page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
+        past_title = page.locator("h1").inner_text()
+        past_url = page.url
+        past_timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
+        past_status = page.locator("#why h3").all_inner_texts()
+        page.screenshot(path=str(tmp_path / "ui-v18.png"), full_page=False)
+        print(f"\nui screenshot: {tmp_path / 'ui-v18.png'}")
+    assert seen.errors == [] and seen.refused == []
     assert head_title == "incident-042 — version 20 of 20"
     assert head_timeline.index("obs-failures-before-change") < head_timeline.index("obs-certificate-change")
     assert past_title == "incident-042 — version 18 of 20"

@@ -1,0 +1,67 @@
+"""Pages in headless Debian chromium (Playwright), offline: every request a page makes outside what the test
+allows is refused and recorded, and console errors and warnings are collected."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("CASEBOARD_TEST_CHROMIUM", "/usr/bin/chromium")
+
+
+def chromium() -> str:
+    found = CHROMIUM if os.path.isfile(CHROMIUM) else shutil.which("chromium")
+    if found is None:
+        message = f"no chromium at {CHROMIUM} (apt-get install -y chromium; .ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+@dataclass
+class Seen:
+    """What a page did besides rendering: requests refused, console errors and warnings."""
+
+    refused: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def offline_page(allowed: Callable[[str], bool], width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, Seen]]:
+    """A new page of a fresh headless browser, with requests to URLs ``allowed`` refuses aborted as if the
+    machine had no network; the browser is closed when the block ends."""
+    executable = chromium()
+    from playwright.sync_api import ConsoleMessage, Route, sync_playwright
+
+    seen = Seen()
+
+    def offline(route: Route) -> None:
+        if allowed(route.request.url):
+            route.continue_()
+        else:
+            seen.refused.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    def console(message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            seen.errors.append(f"{message.type}: {message.text}")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.on("console", console)
+            page.on("pageerror", lambda error: seen.errors.append(f"pageerror: {error}"))
+            page.route("**/*", offline)
+            yield page, seen
+        finally:
+            browser.close()
