@@ -26,10 +26,11 @@ COMMIT_FIGURES = {
 }
 
 
-def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgres_available: str) -> None:
-    env = {**os.environ, "CASEBOARD_BENCH_POSTGRES_URL": postgres_available}
+def quick_bench(section: str, postgres: str) -> dict[str, float]:
+    """``scripts/bench.py --quick --only SECTION``'s last line, which must be one JSON object."""
+    env = {**os.environ, "CASEBOARD_BENCH_POSTGRES_URL": postgres}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--only", "commit"],
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--only", section],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -37,7 +38,12 @@ def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgr
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgres_available: str) -> None:
+    figures = quick_bench("commit", postgres_available)
     assert isinstance(figures, dict)
     assert set(figures) == COMMIT_FIGURES
     assert all(isinstance(value, float) and value > 0 for value in figures.values()), figures
