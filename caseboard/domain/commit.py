@@ -85,9 +85,10 @@ class Commit(Frozen):
     def stored_json(self) -> bytes:
         """The commit as the ledger stores it (compact JSON, absent fields left out). A sealed commit has the
         bytes it was sealed from; another is serialized on first use, and keeps the bytes."""
-        if self._stored is None:
-            self._stored = self.model_dump_json(exclude_none=True).encode()
-        return self._stored
+        stored = self._stored  # read once: a private attribute is looked up through pydantic's __getattr__
+        if stored is None:
+            stored = self._stored = self.model_dump_json(exclude_none=True).encode()
+        return stored
 
     def _body(self) -> bytes:
         return self.model_dump_json(exclude_none=True, exclude={"hash"}).encode()
