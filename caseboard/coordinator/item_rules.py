@@ -173,12 +173,7 @@ def _answer(item: it.Answer, c: Context) -> Decision:
 def _proposal(item: it.Proposal, c: Context) -> Decision:
     state, path = c.state, c.path
     _new_id(state, item.id, f"{path}.id")
-    if item.based_on_workspace_version > state.version:
-        refuse(
-            Reason.INVALID,
-            f"{path}.based_on_workspace_version",
-            f"basis {item.based_on_workspace_version} is beyond the current version {state.version}",
-        )
+    _not_ahead(state, item.based_on_workspace_version, f"{path}.based_on_workspace_version", "basis")
     _refs(state, item.depends_on, {"hypothesis", "observation", "proposal"}, f"{path}.depends_on")
     _limit(state.active_proposals, state.limits["max_proposals"], "max_proposals", path)
     return {}
@@ -254,12 +249,7 @@ def _selection_item(item: it.Selection, c: Context) -> Decision:
 def _judgment(item: it.Judgment, c: Context) -> Decision:
     state, path = c.state, c.path
     _new_id(state, item.invocation_id, f"{path}.invocation_id")
-    if item.input_workspace_version > state.version:
-        refuse(
-            Reason.INVALID,
-            f"{path}.input_workspace_version",
-            f"version {item.input_workspace_version} is beyond the current version {state.version}",
-        )
+    _not_ahead(state, item.input_workspace_version, f"{path}.input_workspace_version")
     _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
     return {}
 
@@ -307,6 +297,12 @@ def _constraints(item: it.Constraints, c: Context) -> Decision:
             "open a new workspace in the other tenant instead",
         )
     return {}
+
+
+def _not_ahead(state: WorkspaceState, version: int, path: str, what: str = "version") -> None:
+    """A version an item names (a basis, the version a model was shown, the version reviewed) has been reached."""
+    if version > state.version:
+        refuse(Reason.INVALID, path, f"{what} {version} is beyond the current version {state.version}")
 
 
 def _new_id(state: WorkspaceState, item_id: str, path: str) -> None:
@@ -475,12 +471,8 @@ def _review(
             f"a {item.decision!r} review states the version it was made against (based_on_workspace_version, or "
             "the contribution's expected_version): a review that names no version could clear changes nobody saw",
         )
-    if against is not None and against > state.version:
-        refuse(
-            Reason.INVALID,
-            f"{path}.based_on_workspace_version",
-            f"version {against} is beyond the current version {state.version}",
-        )
+    if against is not None:
+        _not_ahead(state, against, f"{path}.based_on_workspace_version")
     decision: Decision = {"previous_status": status}
     if against is not None:
         decision["reviewed_version"] = against
