@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from caseboard.workers.scripted import FINDINGS, WINDOW
+from caseboard.workers.scripted import FINDINGS, FIRST_REQUESTS, WINDOW
 
 
 @dataclass
@@ -58,22 +58,7 @@ def incident_policy(messages: list[dict[str, Any]]) -> Reply:
     work = [e for e in shown if e["kind"] == "work"]
     if role == "planner":
         if not work:
-            return Reply(
-                items(
-                    {
-                        "type": "work_request",
-                        "request_id": "log-query-001",
-                        "kind": "log_query",
-                        "target": "payments-api authentication logs 13:30-14:30",
-                    },
-                    {
-                        "type": "work_request",
-                        "request_id": "change-query-002",
-                        "kind": "change_calendar",
-                        "target": "payments-api changes 12:00-14:30",
-                    },
-                )
-            )
+            return Reply(items(*FIRST_REQUESTS))  # the scripted planner's first requests
         needed = {"obs-authentication-failures", "obs-certificate-change"}
         if needed <= observations and not hypotheses:
             return Reply(
