@@ -5,7 +5,7 @@ and the model view call these (docs/architecture.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -82,33 +82,6 @@ class Reducer(Generic[S]):
     idempotency_slot: Callable[[str, str], str]
     selected_now: Callable[[S], list[str]]
 
-    def __post_init__(self) -> None:
-        """Knowledge items (``promote``, ``retire``) are left out of every fold: no released reducer knows them
-        (workspace-rules-v1 ends its match with ``assert_never``), the projection has nothing to show of them
-        and the knowledge store is written from the ledger (docs/adr/0120). A commit without them is folded
-        as it always was."""
-        evolve, apply_item = self.evolve, self.apply_item
-
-        def evolve_known(state: S, commit: Commit) -> S:
-            if any(item.type in KNOWLEDGE_ITEMS for item in commit.items):
-                kept = [
-                    (i, d) for i, d in zip(commit.items, commit.decisions, strict=True) if i.type not in KNOWLEDGE_ITEMS
-                ]
-                commit = commit.model_copy(
-                    update={"items": tuple(i for i, _ in kept), "decisions": tuple(d for _, d in kept)}
-                )
-            return evolve(state, commit)
-
-        def apply_known(state: S, commit: Commit, item: Item, decision: Decision) -> None:
-            if item.type not in KNOWLEDGE_ITEMS:
-                apply_item(state, commit, item, decision)
-
-        if getattr(evolve, "knowledge_aware", False):
-            return
-        evolve_known.knowledge_aware = True  # type: ignore[attr-defined]
-        object.__setattr__(self, "evolve", evolve_known)
-        object.__setattr__(self, "apply_item", apply_known)
-
     def verified_finding(self, state: S, finding: str) -> Finding:
         """Whether ``finding`` (an id of ``state``) may be promoted, as this reducer judges it: a hypothesis
         whose status is ``confirmed`` (a verification settled it), or an observation with a verified event
@@ -173,3 +146,27 @@ class Reducer(Generic[S]):
 def shared_key(principal: str, key: str) -> str:
     """Reducers up to workspace-rules-v2 keep one idempotency key per workspace, whoever used it."""
     return key
+
+
+def blind_to_knowledge(reducer: Reducer[S]) -> Reducer[S]:
+    """``reducer`` as the other layers get it from the registry: knowledge items (``promote``, ``retire``) are
+    left out of its folds. No released reducer knows them (workspace-rules-v1 ends its match with
+    ``assert_never``), the projection has nothing to show of them and the knowledge store is written from the
+    ledger (docs/adr/0120). A commit without them is folded as it always was."""
+    evolve, apply_item = reducer.evolve, reducer.apply_item
+
+    def evolve_known(state: S, commit: Commit) -> S:
+        if any(item.type in KNOWLEDGE_ITEMS for item in commit.items):
+            kept = [
+                (i, d) for i, d in zip(commit.items, commit.decisions, strict=True) if i.type not in KNOWLEDGE_ITEMS
+            ]
+            commit = commit.model_copy(
+                update={"items": tuple(i for i, _ in kept), "decisions": tuple(d for _, d in kept)}
+            )
+        return evolve(state, commit)
+
+    def apply_known(state: S, commit: Commit, item: Item, decision: Decision) -> None:
+        if item.type not in KNOWLEDGE_ITEMS:
+            apply_item(state, commit, item, decision)
+
+    return replace(reducer, evolve=evolve_known, apply_item=apply_known)

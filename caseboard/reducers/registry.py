@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from caseboard.domain.errors import ConfigurationError, UnknownReducer
-from caseboard.reducers.base import Reducer
+from caseboard.reducers.base import Reducer, blind_to_knowledge
 
 GROUP = "caseboard.reducers"
 
@@ -97,6 +97,7 @@ class Registry(Mapping[str, Reducer[Any]]):
                 f"reducer {name!r} ({target}) names a reducer called {reducer.name!r}: "
                 "its entry point's name and its name must be the same"
             )
+        reducer = blind_to_knowledge(reducer)  # the one door: no caller folds a knowledge item by mistake
         with self._guard:
             self._loaded[name] = reducer
         return reducer
