@@ -153,10 +153,8 @@ class NativeRecorder(Protocol):
 
     after_append: Callable[[], None] | None
 
-    def insert_commit(self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None) -> int: ...
-    async def insert_commit_on_loop(
-        self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None
-    ) -> int: ...
+    def insert_commit(self, row: tuple[str, int, str, bytes]) -> int: ...
+    async def insert_commit_on_loop(self, row: tuple[str, int, str, bytes]) -> int: ...
     def select_outbox(self, after: Position, limit: int) -> list[tuple[int, int, StoredEvent]]: ...
     def count_outbox_after(self, after: Position) -> int: ...
     def max_notification_id(self) -> int | None: ...
@@ -164,10 +162,10 @@ class NativeRecorder(Protocol):
 
 
 class Ledger(Protocol):
-    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
+    def append(self, commit: Commit) -> None: ...
     @property
     def appends_on_loop(self) -> bool: ...
-    async def append_on_loop(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
+    async def append_on_loop(self, commit: Commit) -> None: ...
     def append_many(self, commits: Sequence[Commit]) -> None: ...
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]: ...
     def iter_commits(
@@ -256,32 +254,27 @@ class EventsourcingLedger:
                 return
             after = rows[-1][0]
 
-    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
-        """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile``, if given,
-        has run when this returns: on PostgreSQL while the commit is on its way to the server, elsewhere
-        after it landed. When this raises, it may or may not have run. What ``meanwhile`` raises is raised
-        here once the commit has landed."""
+    def append(self, commit: Commit) -> None:
+        """Append one commit, or raise ``VersionTaken`` when its version is taken."""
         try:
-            if self._native is not None:  # runs meanwhile itself, during the round trip
-                self._native.insert_commit(commit_row(commit), meanwhile)
+            if self._native is not None:
+                self._native.insert_commit(commit_row(commit))
                 return
             self.events.insert_events([encode_commit(commit)])
         except PersistenceError as error:  # IntegrityError included
             raise _append_error(commit, error) from error
-        if meanwhile is not None:
-            meanwhile()
 
     @property
     def appends_on_loop(self) -> bool:
         """``append_on_loop`` needs no thread (PostgreSQL); elsewhere, call ``append`` from a thread."""
         return self.capabilities.appends_on_loop
 
-    async def append_on_loop(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
+    async def append_on_loop(self, commit: Commit) -> None:
         """``append`` for a coroutine on the running event loop, when ``appends_on_loop``."""
         if self._native is None:
             raise RuntimeError("this ledger appends from threads only: call append")
         try:
-            await self._native.insert_commit_on_loop(commit_row(commit), meanwhile)
+            await self._native.insert_commit_on_loop(commit_row(commit))
         except PersistenceError as error:  # IntegrityError included
             raise _append_error(commit, error) from error
 

@@ -10,10 +10,6 @@ Each row succeeds or fails on its own: ``flush`` answers, per row, its notificat
 (workspace, version) was taken, and each caller gets its own answer. An error of the flush itself (the
 database went away) is raised to every caller of that batch: none of its rows was committed.
 
-A caller may hand in work to do while its row is on its way (``meanwhile``: the coordinator folds the commit
-into its cache during the round trip). The leader runs its own once its row is sent (``flush`` calls it); a
-caller that queues runs it before it waits. It runs at most once, and always before a row that landed is
-answered; an error it raises is kept and raised to its caller once the row has landed, never to the others.
 """
 
 from __future__ import annotations
@@ -23,40 +19,19 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 Row = TypeVar("Row")
-Flush = Callable[[Sequence[Row], Callable[[], None]], Sequence[int | None]]
-"""Writes a batch in one transaction; calls the second argument (the leader's ``meanwhile``) once the
-batch is sent, if it can, while the database works."""
+Flush = Callable[[Sequence[Row]], Sequence[int | None]]
+"""Writes a batch in one transaction: per row, its notification id or None when its key was taken."""
 
 
 class _Pending(Generic[Row]):
-    __slots__ = ("done", "error", "lead", "meanwhile", "meanwhile_error", "result", "row")
+    __slots__ = ("done", "error", "lead", "result", "row")
 
-    def __init__(self, row: Row, meanwhile: Callable[[], None] | None) -> None:
+    def __init__(self, row: Row) -> None:
         self.row = row
-        self.meanwhile = meanwhile
         self.done: threading.Event | None = None  # made only for a caller that has to wait
         self.lead = False
         self.result: int | None = None
         self.error: BaseException | None = None
-        self.meanwhile_error: BaseException | None = None
-
-    def answer(self, result: int | None) -> int | None:
-        """``result`` for the caller. A row that landed has had its caller's work run (now, if it could not
-        run while the row was on its way), and what that work raised is raised here."""
-        if result is not None:
-            self.run_meanwhile()
-            if self.meanwhile_error is not None:
-                raise self.meanwhile_error
-        return result
-
-    def run_meanwhile(self) -> None:
-        """The caller's own work, once; what it raises is kept for its caller alone."""
-        meanwhile, self.meanwhile = self.meanwhile, None
-        if meanwhile is not None:
-            try:
-                meanwhile()
-            except BaseException as error:
-                self.meanwhile_error = error
 
 
 class GroupCommit(Generic[Row]):
@@ -69,10 +44,9 @@ class GroupCommit(Generic[Row]):
         self.batches = 0
         self.rows = 0
 
-    def append(self, row: Row, meanwhile: Callable[[], None] | None = None) -> int | None:
-        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken.
-        ``meanwhile`` runs while the row is on its way (see the module's docstring)."""
-        pending = _Pending(row, meanwhile)
+    def append(self, row: Row) -> int | None:
+        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken."""
+        pending = _Pending(row)
         with self._lock:
             self._queue.append(pending)
             leads = not self._writing
@@ -81,20 +55,19 @@ class GroupCommit(Generic[Row]):
             else:
                 pending.done = done = threading.Event()
         if not leads:
-            pending.run_meanwhile()  # another caller is writing: do this one's work while it does
             done.wait()
             if not pending.lead:
                 return self._answer(pending)
-        self._write(pending)
+        self._write()
         return self._answer(pending)
 
-    def _write(self, leader: _Pending[Row]) -> None:
+    def _write(self) -> None:
         """As the leader: write one batch (which holds the leader's own row), then pass the lead on."""
         with self._lock:
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
         try:
-            results = self._flush([p.row for p in batch], leader.run_meanwhile)
+            results = self._flush([p.row for p in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"group commit: {len(results)} results for {len(batch)} rows")
             for pending, result in zip(batch, results, strict=True):
@@ -121,4 +94,4 @@ class GroupCommit(Generic[Row]):
     def _answer(pending: _Pending[Row]) -> int | None:
         if pending.error is not None:
             raise pending.error
-        return pending.answer(pending.result)
+        return pending.result

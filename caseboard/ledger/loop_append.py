@@ -7,9 +7,7 @@ loop wakes the appender when the socket has the answer.
 
 Appends that arrive while a batch is on its way go together in the next one: group commit, as
 ``group_commit.py`` does for threads, without a lock, since everything here runs on the loop's thread. The
-statements and the decoding of their answers are the threads' own (``pg_append.py``). Each caller's
-``meanwhile`` runs once its row is sent (or, if a batch is on its way, as it queues), and what it raises
-reaches that caller alone, after its row landed.
+statements and the decoding of their answers are the threads' own (``pg_append.py``).
 
 If the connection fails, or the server does not answer a batch within ``ANSWER_TIMEOUT_S``, every caller of
 the batch on its way gets the error (none of its rows may have landed, or all of them: the coordinator
@@ -39,8 +37,8 @@ WATCH_S = 0.2
 class _Waiting(_Pending[Row]):
     __slots__ = ("future",)
 
-    def __init__(self, row: Row, meanwhile: Callable[[], None] | None, future: asyncio.Future[int | None]) -> None:
-        super().__init__(row, meanwhile)
+    def __init__(self, row: Row, future: asyncio.Future[int | None]) -> None:
+        super().__init__(row)
         self.future = future
 
 
@@ -76,15 +74,13 @@ class LoopAppender:
         self.batches = 0
         self.rows = 0
 
-    async def append(self, row: Row, meanwhile: Callable[[], None] | None = None) -> int | None:
+    async def append(self, row: Row) -> int | None:
         """Write ``row`` (alone or with others): its notification id, or None when its version is taken."""
-        waiting = _Waiting(row, meanwhile, self.loop.create_future())
+        waiting = _Waiting(row, self.loop.create_future())
         self._queue.append(waiting)
         if self._batch is None and self._connecting is None:
-            self._send()  # runs this row's meanwhile once it is sent
-        else:
-            waiting.run_meanwhile()  # a batch or a connect is on its way: this one's work now, its row next
-        return waiting.answer(await waiting.future)
+            self._send()  # else a batch or a connect is on its way: this row goes in the next batch
+        return await waiting.future
 
     def close(self) -> None:
         """Give the connection back (no batch may be on its way: the server has stopped)."""
@@ -110,8 +106,6 @@ class LoopAppender:
         except psycopg.Error as error:
             self._fail(error)
             return
-        for waiting in batch:
-            waiting.run_meanwhile()
         self.loop.add_reader(self._fd, self._receive)
         self._sent_at = self.loop.time()
         self._timer = self.loop.call_later(WATCH_S, self._watch)

@@ -144,12 +144,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
         self._appended()
         return notification_ids
 
-    def insert_commit(self, row: _Row, meanwhile: Callable[[], None] | None = None) -> int:
+    def insert_commit(self, row: _Row) -> int:
         """One commit (workspace id, version, topic, stored JSON), in a group commit with whatever else this
-        process appends at the moment: its notification id. ``meanwhile`` runs while the commit is on its
-        way (``group_commit.py``)."""
+        process appends at the moment: its notification id (``group_commit.py``)."""
         try:
-            notification_id = _landed(row, self.group.append(row, meanwhile))
+            notification_id = _landed(row, self.group.append(row))
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
         self._appended()
@@ -159,9 +158,8 @@ class LedgerRecorder(PostgresApplicationRecorder):
         if self.after_append is not None:
             self.after_append()
 
-    def _flush(self, rows: Sequence[_Row], meanwhile: Callable[[], None]) -> list[int | None]:
+    def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
         """One group-commit batch in one statement, one transaction, one WAL flush (``pg_append.py``).
-        ``meanwhile`` (the leader's own work) runs once the batch is sent, while the server works.
 
         Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
         its own: no pool checkout, no cursor and no row dict built per commit."""
@@ -170,7 +168,6 @@ class LedgerRecorder(PostgresApplicationRecorder):
             pgconn = cursor.connection.pgconn
             self.statements.send(pgconn, rows)
             libpq.send(pgconn)
-            meanwhile()
             return answers(rows, libpq.receive(pgconn))
         except psycopg.Error as error:
             if connection_failed(error):
@@ -192,11 +189,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
             raise
         return conn
 
-    async def insert_commit_on_loop(self, row: _Row, meanwhile: Callable[[], None] | None = None) -> int:
+    async def insert_commit_on_loop(self, row: _Row) -> int:
         """``insert_commit`` for a coroutine: the running loop's own group commit, no thread
         (``loop_append.py``)."""
         try:
-            return _landed(row, await self._loop_appender().append(row, meanwhile))
+            return _landed(row, await self._loop_appender().append(row))
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
 

@@ -21,7 +21,6 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -35,9 +34,8 @@ from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
 log = structlog.get_logger("caseboard.projections")
 
 CONTENDED_S = 10.0
-"""How long after another process's writer took a version first the coordinator folds that workspace's
-commits only once they landed. A commit folded while on its way that then loses costs a reload of the
-whole cached state (the latest snapshot and the commits after it); one that lands costs nothing."""
+"""How long after another process's writer took a version first this process's event loop leaves that
+workspace's commits to threads (``writing_on_loop``): a race lost on the loop is decided again on a thread."""
 
 T = TypeVar("T")
 
@@ -61,52 +59,39 @@ class Unit:
         return self.workspaces.catch_up(self.workspace_id)
 
     def save(self, commit: Commit) -> bool:
-        """Append ``commit`` and fold it: True when it landed, False when another writer took its version
+        """Append ``commit``, then fold it: True when it landed, False when another writer took its version
         first (the state is then caught up: decide again). When the append fails otherwise, the cached state
-        is dropped (it may hold a commit that did not land, or half of one that did) and the error raised.
-
-        The commit is folded while it is on its way to the database (docs/adr/0095), unless another process
-        has lately been taking versions of this workspace first or this unit already lost a race."""
+        is dropped (whether the commit landed is unknown: the next use loads it from the ledger) and the
+        error raised."""
         workspaces = self.workspaces
         self.saves += 1
-        early = workspaces.fold_in_flight and self.saves == 1 and workspaces.uncontended(self.workspace_id)
-        return self._settle(commit, early, lambda: workspaces.ledger.append(commit, self._fold(commit, early)))
-
-    async def save_on_loop(self, commit: Commit) -> bool:
-        """``save`` for a coroutine on the running event loop, with no thread (``Ledger.append_on_loop``)."""
-        self.saves += 1
         try:
-            await self.workspaces.ledger.append_on_loop(commit, self._fold(commit, True))
+            workspaces.ledger.append(commit)
         except VersionTaken:
-            self._lost(folded=True)
-            return False
-        except BaseException:
-            self.workspaces.forget(self.workspace_id)
-            raise
-        self.workspaces.committed(commit)
-        return True
-
-    def _fold(self, commit: Commit, early: bool) -> Callable[[], None] | None:
-        return partial(self.workspaces.fold, commit) if early else None
-
-    def _settle(self, commit: Commit, early: bool, append: Callable[[], None]) -> bool:
-        try:
-            append()
-            if not early:
-                self.workspaces.fold(commit)
-        except VersionTaken:
-            self._lost(folded=early)
+            workspaces.lost_race(self.workspace_id)
             if self.saves > 3:  # a crowd of writers of other processes: spread them out a little
                 time.sleep(random.uniform(0, 0.002 * min(self.saves, 10)))
             return False
         except BaseException:
-            self.workspaces.forget(self.workspace_id)
+            workspaces.forget(self.workspace_id)
             raise
-        self.workspaces.committed(commit)
+        workspaces.landed(commit)
         return True
 
-    def _lost(self, *, folded: bool) -> None:
-        self.workspaces.lost_race(self.workspace_id, folded=folded)
+    async def save_on_loop(self, commit: Commit) -> bool:
+        """``save`` for a coroutine on the running event loop, with no thread (``Ledger.append_on_loop``). A
+        lost race is only noted: catching up reads the ledger, which the caller's thread does."""
+        self.saves += 1
+        try:
+            await self.workspaces.ledger.append_on_loop(commit)
+        except VersionTaken:
+            self.workspaces.note_lost(self.workspace_id)
+            return False
+        except BaseException:
+            self.workspaces.forget(self.workspace_id)
+            raise
+        self.workspaces.landed(commit)
+        return True
 
 
 class Workspaces:
@@ -128,9 +113,6 @@ class Workspaces:
         self._locks: dict[str, threading.Lock] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
-
-    fold_in_flight = True
-    """Fold a commit into the cached state while its INSERT is on its way (docs/adr/0095 measures it)."""
 
     @contextmanager
     def writing(self, workspace_id: str) -> Iterator[Unit]:
@@ -241,33 +223,28 @@ class Workspaces:
             self.reducer.evolve(state, commit)
         return bool(missed)
 
-    def fold(self, commit: Commit) -> None:
-        """Fold a commit this process is appending, or has just appended (the caller holds the lock). A fold
-        made before the commit landed is undone by ``forget`` if it does not land."""
-        state = self.current(commit.workspace_id)
-        if state.version < commit.version:  # else evicted and reloaded meanwhile, with the commit in it
-            self.reducer.evolve(state, commit)
-
     def uncontended(self, workspace_id: str) -> bool:
         """No other process's writer has taken a version from this process's writers of the workspace for
-        ``CONTENDED_S``: the coordinator may fold a commit while it is on its way."""
+        ``CONTENDED_S`` (``writing_on_loop`` then commits on the loop)."""
         lost = self._lost.get(workspace_id)
         return lost is None or time.monotonic() - lost > CONTENDED_S
 
-    def lost_race(self, workspace_id: str, *, folded: bool) -> None:
-        """A commit of this process found its version taken: drop the cached state if the commit was folded
-        into it, else fold what the winner committed."""
+    def note_lost(self, workspace_id: str) -> None:
+        """Another process's writer took the version a commit of this process was appended at."""
         self._lost[workspace_id] = time.monotonic()
-        if folded:
-            self.forget(workspace_id)
-        else:
-            self.catch_up(workspace_id)
 
-    def committed(self, commit: Commit) -> None:
-        """After a commit that ``fold`` folded has landed: write a snapshot when one is due."""
+    def lost_race(self, workspace_id: str) -> None:
+        """A commit of this process found its version taken: fold what the winner committed."""
+        self.note_lost(workspace_id)
+        self.catch_up(workspace_id)
+
+    def landed(self, commit: Commit) -> None:
+        """A commit of this process has landed (the caller holds the lock): fold it into the cached state, and
+        write a snapshot when one is due."""
         state = self.current(commit.workspace_id)
-        if state.version != commit.version:
-            return  # evicted and reloaded meanwhile: the snapshot is left for a later commit
+        if state.version >= commit.version:
+            return  # evicted and reloaded meanwhile, with the commit in it: the snapshot is left for later
+        self.reducer.evolve(state, commit)
         if self.snapshot_due(commit.workspace_id, commit.version):
             self._snapshotted[commit.workspace_id] = commit.version
             try:

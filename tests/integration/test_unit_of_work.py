@@ -27,7 +27,7 @@ from tests.integration.test_concurrency_postgres import observation, opening
 from tests.private_services import private_postgres
 
 API = Path(__file__).resolve().parents[2] / "caseboard" / "api"
-CACHE_INTERNALS = {"lock", "turn", "current", "cached", "catch_up", "fold", "lost_race", "forget", "committed"}
+CACHE_INTERNALS = {"lock", "turn", "current", "cached", "catch_up", "landed", "lost_race", "note_lost", "forget"}
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -22,9 +22,8 @@ class Store:
         self.batches: list[list[str]] = []
         self.events: list[str] = []
 
-    def flush(self, rows: Sequence[str], meanwhile: Callable[[], None]) -> list[int | None]:
+    def flush(self, rows: Sequence[str]) -> list[int | None]:
         self.events.append(f"sent {','.join(rows)}")
-        meanwhile()
         time.sleep(self.delay_s)
         self.batches.append(list(rows))
         if self.fail_when in rows:
@@ -110,68 +109,6 @@ def test_batches_are_capped() -> None:
 
 
 def test_a_flush_that_answers_the_wrong_number_of_rows_fails_loudly() -> None:
-    group = GroupCommit(lambda rows, meanwhile: [])
+    group: GroupCommit[str] = GroupCommit(lambda rows: [])
     with pytest.raises(RuntimeError, match="0 results for 1 rows"):
         group.append("a")
-
-
-def test_the_leaders_work_runs_once_its_row_is_sent_and_before_it_is_answered() -> None:
-    store = Store()
-    group = GroupCommit(store.flush)
-    assert group.append("a", lambda: store.events.append("work a")) == 1
-    assert store.events == ["sent a", "work a"]
-
-
-def test_a_queued_callers_work_runs_before_it_waits_and_once_only() -> None:
-    """Callers that queue behind a leader do their work while it writes, not after their own batch is
-    sent; every caller's work runs exactly once, whoever writes its row."""
-    store = Store(delay_s=0.05)
-    group = GroupCommit(store.flush)
-    answers: dict[str, int | None] = {}
-
-    def write(row: str) -> None:
-        answers[row] = group.append(row, lambda: store.events.append(f"work {row}"))
-
-    leader = threading.Thread(target=write, args=("c",))
-    leader.start()
-    while "sent c" not in store.events:
-        time.sleep(0.001)
-    queued = [threading.Thread(target=write, args=(row,)) for row in ("d", "e")]
-    for thread in queued:
-        thread.start()
-    for thread in [leader, *queued]:
-        thread.join(timeout=30)
-    assert answers["c"] == 1 and sorted([answers["d"], answers["e"]]) == [2, 3]  # type: ignore[type-var]
-    assert store.batches[0] == ["c"] and sorted(store.batches[1]) == ["d", "e"]
-    works = [event for event in store.events if event.startswith("work")]
-    assert sorted(works) == ["work c", "work d", "work e"]  # once each
-    second = store.events.index(f"sent {','.join(store.batches[1])}")
-    assert store.events.index("work d") < second and store.events.index("work e") < second
-
-
-def test_a_callers_failed_work_is_raised_to_it_alone_once_its_row_has_landed() -> None:
-    store = Store()
-    group = GroupCommit(store.flush)
-
-    def broken() -> None:
-        raise ValueError("the fold failed")
-
-    with pytest.raises(ValueError, match="the fold failed"):
-        group.append("a", broken)
-    assert store.rows == {"a": 1}  # the row landed all the same
-    assert group.append("b", lambda: None) == 2
-
-
-def test_the_work_of_a_taken_row_is_not_raised_and_a_flush_that_skips_the_work_gets_it_run() -> None:
-    store = Store()
-    group = GroupCommit(store.flush)
-    group.append("a")
-
-    def broken() -> None:
-        raise ValueError("never raised: the row did not land")
-
-    assert group.append("a", broken) is None
-    ran: list[str] = []
-    lazy = GroupCommit(lambda rows, meanwhile: [7] * len(rows))  # a flush that never calls meanwhile
-    assert lazy.append("x", lambda: ran.append("x")) == 7
-    assert ran == ["x"]
