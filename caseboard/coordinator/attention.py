@@ -42,7 +42,7 @@ class Room:
         self.deselection: list[dict[str, str]] = []
         self.not_selected: list[dict[str, str]] = []
         self.escalated: dict[str, str] | None = None
-        self._ranks: dict[str, tuple[int, int, int]] | None = None
+        self._ranked: list[Rank] | None = None
 
     def holds(self, item_id: str) -> bool:
         if item_id in self.selected:
@@ -69,9 +69,9 @@ class Room:
         if not counts or self.count < self.limit:
             self._take(item_id, counts)
             return
-        victim = self._lowest(above=None if must_stay else (0, 0, self.state.version + 1))
-        if victim is not None:
-            tier, _, version = self.ranks[victim]
+        lowest = self._lowest(above=None if must_stay else (0, 0, self.state.version + 1))
+        if lowest is not None:
+            tier, _, version, victim = lowest
             self.deselected.append(victim)
             self.deselection.append(
                 {"id": victim, "reason": f"room for {what} {item_id!r}: ranked lowest ({TIERS[tier]}, v{version})"}
@@ -108,25 +108,32 @@ class Room:
         return obs is None or not obs.derived_from
 
     @property
-    def ranks(self) -> dict[str, tuple[int, int, int]]:
-        """(tier, references, version) of every selected observation that a policy may deselect."""
-        if self._ranks is None:
-            self._ranks = _ranks(self.state, self)
-        return self._ranks
+    def ranked(self) -> list[Rank]:
+        """The rank of every selected observation that a policy may deselect."""
+        if self._ranked is None:
+            self._ranked = _ranks(self.state, self)
+        return self._ranked
 
-    def _lowest(self, above: tuple[int, int, int] | None) -> str | None:
-        gone = self.keep.union(self.deselected)  # ranks hold only what the state has selected
-        lowest = min(((rank, ref) for ref, rank in self.ranks.items() if ref not in gone), default=None)
+    def _lowest(self, above: tuple[int, int, int] | None) -> Rank | None:
+        """The lowest rank, if it is below ``above`` (any, when None), of what this item may still displace."""
+        ranked = self.ranked  # only what the state has selected
+        if self.keep or self.deselected:
+            gone = self.keep.union(self.deselected)
+            ranked = [rank for rank in ranked if rank[3] not in gone]
+        lowest = min(ranked, default=None)
         if lowest is None:
             return None
-        rank, ref = lowest
-        return ref if above is None or rank < above else None
+        return lowest if above is None or lowest[:3] < above else None
 
 
-def _ranks(state: WorkspaceState, room: Room) -> dict[str, tuple[int, int, int]]:
-    """(tier, references, version) of each selected observation the policy may deselect: not a contradiction
-    of a live hypothesis, not a derived summary. One pass over the selection and the (few) hypotheses,
-    questions and proposals."""
+Rank = tuple[int, int, int, str]
+"""(tier, references, version, id) of an observation: the lowest is deselected first, ties broken by id."""
+
+
+def _ranks(state: WorkspaceState, room: Room) -> list[Rank]:
+    """The rank of each selected observation the policy may deselect: not a contradiction of a live
+    hypothesis, not a derived summary. One pass over the selection and the (few) hypotheses, questions and
+    proposals."""
     references: Counter[str] = Counter()
     protected: set[str] = set()
     for hyp in state.hypotheses.values():
@@ -157,9 +164,9 @@ def _ranks(state: WorkspaceState, room: Room) -> dict[str, tuple[int, int, int]]
         elif ref not in protected:
             plain.append(obs)
     if not references and not rests_on:
-        return {obs.id: (0, 0, obs.version) for obs in plain}
-    ranks: dict[str, tuple[int, int, int]] = {}
+        return [(0, 0, obs.version, obs.id) for obs in plain]
+    ranks: list[Rank] = []
     for obs in plain:
         count = references[obs.id]
-        ranks[obs.id] = (2 if obs.id in rests_on else 1 if count else 0, count, obs.version)
+        ranks.append((2 if obs.id in rests_on else 1 if count else 0, count, obs.version, obs.id))
     return ranks
