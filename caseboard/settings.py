@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///.caseboard/ledger.db"
@@ -69,13 +71,13 @@ class Settings:
         settings.validate()
         return settings
 
+    @cached_property
+    def database(self) -> DatabaseUrl:
+        """``database_url`` parsed, once (``validate`` parses it first, so that a bad URL stops the start)."""
+        return DatabaseUrl.parse(self.database_url)
+
     def validate(self) -> None:
-        scheme = self.database_url.split(":", 1)[0]
-        if scheme not in ("sqlite", "postgresql", "postgres"):
-            raise ConfigurationError(
-                f"CASEBOARD_DATABASE_URL must start with sqlite:/// or postgresql:// (got {self.database_url!r}); "
-                "caseboard never falls back to an in-memory ledger"
-            )
+        self.database  # noqa: B018 (a URL that names no ledger, memory:// included, is refused here)
         if self.log_level not in ("debug", "info", "warning", "error"):
             raise ConfigurationError(
                 f"CASEBOARD_LOG_LEVEL must be debug, info, warning or error, not {self.log_level!r}"
@@ -86,10 +88,11 @@ class Settings:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file of a ``sqlite:///path`` ledger URL; None for any other URL."""
-    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return Path(url[len("sqlite:///") :])
-    return None
+    """The file of a ``sqlite:///path`` ledger URL; None for any other URL (``DatabaseUrl.sqlite_path``)."""
+    try:
+        return DatabaseUrl.parse(url).sqlite_path
+    except ConfigurationError:
+        return None
 
 
 def _check_redis_url(url: str) -> None:

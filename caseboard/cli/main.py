@@ -7,7 +7,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from urllib.parse import unquote, urlsplit
 
 from caseboard.app import App, build_app
 from caseboard.cli import (
@@ -26,7 +25,8 @@ from caseboard.cli import (
     serve_cmds,
 )
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
-from caseboard.domain.errors import CaseboardError, LedgerUnavailable
+from caseboard.database_url import DatabaseUrl
+from caseboard.domain.errors import CaseboardError, ConfigurationError, LedgerUnavailable
 from caseboard.logs import configure_logging
 from caseboard.replay.audit import ChainBroken
 from caseboard.settings import Settings
@@ -99,12 +99,13 @@ def explain(error: CaseboardError, url: str) -> str:
 
 
 def missing_database(name: str, url: str) -> str:
-    parts = urlsplit(url if url.startswith(("postgres", "postgresql")) else "postgresql://")
-    host, user = parts.hostname or "127.0.0.1", unquote(parts.username or "postgres")
     try:
-        port = parts.port or 5432
-    except ValueError:
-        port = 5432
+        database: DatabaseUrl | None = DatabaseUrl.parse(url)
+    except ConfigurationError:
+        database = None
+    if database is None or database.kind != "postgresql":  # not the URL of this database: PostgreSQL's defaults
+        database = DatabaseUrl.parse("postgresql://")
+    host, port, user = database.host, database.port, database.user
     return (
         f"the PostgreSQL database {name!r} does not exist on {host}:{port}; create it with "
         f"'createdb -h {host} -p {port} -U {user} {name}', or name another one in CASEBOARD_DATABASE_URL"

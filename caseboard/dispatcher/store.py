@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
-from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
+from caseboard.database_url import DatabaseUrl
+from caseboard.domain.errors import LedgerUnavailable
 
 Position = tuple[int, int]
 
@@ -59,32 +59,24 @@ class Begun:
 class DispatchStore:
     """One class over both engines: the SQL is portable; only placeholders and connections differ."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        scheme = url.split(":", 1)[0]
-        self._sqlite = scheme == "sqlite"
+    def __init__(self, url: DatabaseUrl | str) -> None:
+        database = DatabaseUrl.parse(url)
+        self.schema = database.schema
+        self._sqlite = database.sqlite_path is not None
         self._lock = threading.Lock()
-        if self._sqlite:
-            self._path = url[len("sqlite:///") :]
-            if not self._path:
-                raise ConfigurationError(f"{url!r}: a SQLite URL looks like sqlite:///path/to/ledger.db")
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        elif scheme in ("postgresql", "postgres"):
+        if database.sqlite_path is not None:
+            self._path: Path = database.sqlite_path
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        else:
             from psycopg_pool import ConnectionPool
 
-            parts = urlparse(url)
-            self.schema = parse_qs(parts.query).get("schema", ["public"])[0]
-            conninfo = parts._replace(query="").geturl()
             self._pool = ConnectionPool(
-                conninfo,
                 min_size=1,
                 max_size=8,
                 open=True,
                 timeout=10,
-                kwargs={"options": f"-c search_path={self.schema}"},
+                kwargs={**database.conninfo, "options": f"-c search_path={self.schema}"},
             )
-        else:
-            raise ConfigurationError(f"the dispatcher cannot keep its position in {url!r}")
         with self._tx() as cur:
             if not self._sqlite:  # concurrent CREATE TABLE IF NOT EXISTS can still collide: take turns
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext('caseboard_dispatch_schema'))")

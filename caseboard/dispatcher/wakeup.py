@@ -11,25 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
-from urllib.parse import parse_qs, urlparse
 
 import psycopg
 import structlog
 from psycopg.sql import SQL, Identifier
 
+from caseboard.database_url import DatabaseUrl
 from caseboard.ledger import libpq
 from caseboard.ledger.connections import safe_conninfo
 
 log = structlog.get_logger("caseboard.dispatcher")
 
 
-def channel_for(url: str) -> str:
-    schema = parse_qs(urlparse(url).query).get("schema", ["public"])[0]
-    return f"caseboard_commits_{schema}"[:63]
-
-
-def _conninfo(url: str) -> str:
-    return urlparse(url)._replace(query="").geturl()
+def channel_for(url: DatabaseUrl | str) -> str:
+    """The channel of the ledger's schema: writers and dispatchers of one schema meet on it."""
+    return f"caseboard_commits_{DatabaseUrl.parse(url).schema}"[:63]
 
 
 class CommitNotifier:
@@ -38,9 +34,9 @@ class CommitNotifier:
     writer sends at most 200 a second instead of one per commit (each costs the writing process about as
     much CPU as a commit's own INSERT), and a lone commit is still announced at once."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.channel = channel_for(url)
+    def __init__(self, url: DatabaseUrl | str) -> None:
+        self.database = DatabaseUrl.parse(url)
+        self.channel = channel_for(self.database)
         self._wanted = threading.Event()
         self._pending = False  # a commit is waiting for the next NOTIFY: later ones need not set the event
         self._stopping = False
@@ -70,7 +66,7 @@ class CommitNotifier:
             self._pending = False  # before the NOTIFY: a commit that reads it False sets the event again
             try:
                 if conn is None or conn.closed:
-                    conn = psycopg.connect(_conninfo(self.url), autocommit=True, **safe_conninfo({}))
+                    conn = psycopg.connect(autocommit=True, **safe_conninfo(self.database.conninfo))
                     statement = SQL("NOTIFY {}").format(Identifier(self.channel)).as_bytes(conn)
                 libpq.command(conn.pgconn, statement)
             except psycopg.Error as error:
@@ -86,14 +82,14 @@ class CommitListener:
     database restarted) counts as a wake-up, so that the dispatcher reads the outbox again, and the next
     wait listens on a new connection (ADR 0040)."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.channel = channel_for(url)
+    def __init__(self, url: DatabaseUrl | str) -> None:
+        self.database = DatabaseUrl.parse(url)
+        self.channel = channel_for(self.database)
         self.conn: psycopg.Connection[tuple[object, ...]] | None = None
         self._listen()
 
     def _listen(self) -> None:
-        self.conn = psycopg.connect(_conninfo(self.url), autocommit=True, **safe_conninfo({}))
+        self.conn = psycopg.connect(autocommit=True, **safe_conninfo(self.database.conninfo))
         self.conn.execute(SQL("LISTEN {}").format(Identifier(self.channel)))
 
     def wait(self, timeout: float) -> bool:

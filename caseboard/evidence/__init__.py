@@ -7,9 +7,7 @@ schema of a PostgreSQL one (docs/adr/0080).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from caseboard.domain.errors import ConfigurationError
+from caseboard.database_url import DatabaseUrl
 from caseboard.evidence.model import (
     DEFAULT_MAX_BYTES,
     ArtifactError,
@@ -34,16 +32,12 @@ __all__ = [
 ]
 
 
-def open_artifact_store(database_url: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ArtifactStore:
-    scheme = database_url.split(":", 1)[0]
-    if scheme == "sqlite" and database_url.startswith("sqlite:///") and len(database_url) > len("sqlite:///"):
+def open_artifact_store(database_url: DatabaseUrl | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ArtifactStore:
+    database = DatabaseUrl.parse(database_url)
+    if database.sqlite_path is not None:
         from caseboard.evidence.files import FileArtifactStore
 
-        return FileArtifactStore(Path(database_url[len("sqlite:///") :]).parent / "artifacts", max_bytes=max_bytes)
-    if scheme in ("postgresql", "postgres"):
-        from caseboard.evidence.postgres import PostgresArtifactStore
+        return FileArtifactStore(database.sqlite_path.parent / "artifacts", max_bytes=max_bytes)
+    from caseboard.evidence.postgres import PostgresArtifactStore
 
-        return PostgresArtifactStore(database_url, max_bytes=max_bytes)
-    raise ConfigurationError(
-        f"no artifact store goes with {database_url!r}: the store follows the ledger (sqlite:///path or postgresql://)"
-    )
+    return PostgresArtifactStore(database, max_bytes=max_bytes)

@@ -16,14 +16,15 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qs, urlparse, urlunparse
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import make_conninfo
 from psycopg.sql import SQL, Identifier
 
+from caseboard.database_url import DatabaseUrl
 from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
-from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.evidence.model import (
     BLOCK,
     DEFAULT_MAX_BYTES,
@@ -61,12 +62,10 @@ INDEX_CACHE = 256
 
 
 class PostgresArtifactStore:
-    def __init__(self, url: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        parts = urlparse(url)
-        schema = parse_qs(parts.query).get("schema", ["public"])[0]
-        if not schema.replace("_", "a").isalnum() or schema.lower() != schema:
-            raise ConfigurationError(f"schema {schema!r} in {url!r}: use lower-case letters, digits and underscores")
-        self.conninfo = urlunparse(parts._replace(query=""))
+    def __init__(self, url: DatabaseUrl | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        database = DatabaseUrl.parse(url)
+        schema = database.schema
+        self.conninfo = make_conninfo(**database.conninfo)
         self.max_bytes = max_bytes
         self.artifacts = Identifier(schema, "caseboard_artifacts")
         self.blocks = Identifier(schema, "caseboard_artifact_blocks")

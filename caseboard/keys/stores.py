@@ -6,15 +6,14 @@ The table is created on first use, in the same database (and PostgreSQL schema) 
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse, urlunparse
 
+from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
 from caseboard.domain.items import Role
 from caseboard.keys.model import ApiKey, IssuedKey, KeyStore, hash_secret, matches, new_token, split_token
@@ -153,23 +152,18 @@ def _roles(roles: tuple[Role, ...]) -> tuple[Role, ...]:
     return tuple(dict.fromkeys(Role(r) for r in roles))
 
 
-def open_key_store(url: str, *, pool_size: int = 4) -> KeyStore:
+def open_key_store(url: DatabaseUrl | str, *, pool_size: int = 4) -> KeyStore:
     """The key store that lives beside the ledger named by ``url``."""
     if url == "memory://":
         return MemoryKeyStore()
-    scheme = url.split(":", 1)[0]
-    if scheme == "sqlite":
-        return _sqlite(url)
-    if scheme in ("postgresql", "postgres"):
-        return _postgres(url, pool_size)
-    raise ConfigurationError(f"no key store for {url!r}: use sqlite:///path or postgresql://...")
+    database = DatabaseUrl.parse(url)
+    if database.sqlite_path is not None:
+        return _sqlite(database.sqlite_path)
+    return _postgres(database, pool_size)
 
 
-def _sqlite(url: str) -> SqlKeyStore:
-    path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
-    if not path:
-        raise ConfigurationError(f"{url!r}: a SQLite URL looks like sqlite:///path/to/ledger.db")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+def _sqlite(path: Path) -> SqlKeyStore:
+    path.parent.mkdir(parents=True, exist_ok=True)
 
     def run(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -183,19 +177,15 @@ def _sqlite(url: str) -> SqlKeyStore:
     return SqlKeyStore(TABLE, run)
 
 
-def _postgres(url: str, pool_size: int) -> SqlKeyStore:
+def _postgres(database: DatabaseUrl, pool_size: int) -> SqlKeyStore:
     """Keys on PostgreSQL, through the ledger's kind of pool: every wait bounded, and a prompt
     ``LedgerUnavailable`` while the database is unreachable (caseboard/ledger/connections.py)."""
     import psycopg
 
     from caseboard.ledger.connections import Connections
 
-    parts = urlparse(url)
-    schema = parse_qs(parts.query).get("schema", ["public"])[0]
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
-        raise ConfigurationError(f"schema {schema!r} is not a plain SQL identifier")
-    conninfo = urlunparse(parts._replace(scheme="postgresql", query=""))
-    pool = Connections({"conninfo": conninfo}, size=pool_size)
+    schema = database.schema
+    pool = Connections(database.conninfo, size=pool_size)
     try:
         with psycopg.connect(**pool.conninfo, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')

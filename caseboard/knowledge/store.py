@@ -10,7 +10,6 @@ gives the same rows). Nothing is ever deleted: a retired entry stays readable an
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -19,11 +18,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
-from caseboard.domain.errors import ConfigurationError, LedgerUnavailable
+from caseboard.database_url import DatabaseUrl
+from caseboard.domain.errors import LedgerUnavailable
 
-SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 COLUMNS = (
     "tenant_id",
     "entry_id",
@@ -182,21 +180,27 @@ class Entry:
 class KnowledgeStore:
     """The tables on one connection (SQLite) or a connection per call (PostgreSQL)."""
 
-    url: str
-    schema: str | None = None
+    url: DatabaseUrl | str
+    """Where the tables are (a ``sqlite:///`` file or the ledger's PostgreSQL schema), or ``:memory:``."""
+    _postgres: DatabaseUrl | None = field(default=None, repr=False)
     _sqlite: sqlite3.Connection | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _fresh: bool = field(default=True, repr=False)
 
     @property
     def postgres(self) -> bool:
-        return self.url.startswith(("postgresql:", "postgres:"))
+        return self._postgres is not None
 
     def __post_init__(self) -> None:
-        if not self.postgres:
-            path = self.url.removeprefix("sqlite:///") if self.url != ":memory:" else ":memory:"
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path: Path | str = ":memory:"
+        if self.url != ":memory:":
+            database = DatabaseUrl.parse(self.url)
+            if database.sqlite_path is None:
+                self._postgres = database
+            else:
+                path = database.sqlite_path
+                path.parent.mkdir(parents=True, exist_ok=True)
+        if self._postgres is None:
             self._sqlite = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         with self._cursor() as cursor:
             for statement in SCHEMA:
@@ -219,12 +223,13 @@ class KnowledgeStore:
                 return
             import psycopg
 
-            base, _, query = self.url.partition("?")
-            schema = self.schema or parse_qs(query).get("schema", ["public"])[0]
-            if not SCHEMA_NAME.fullmatch(schema):
-                raise ConfigurationError(f"schema {schema!r}: use lower-case letters, digits and underscores")
+            assert self._postgres is not None
+            schema = self._postgres.schema
             try:
-                with psycopg.connect(base, connect_timeout=5) as connection, connection.cursor() as pg:
+                with (
+                    psycopg.connect(**self._postgres.conninfo, connect_timeout=5) as connection,
+                    connection.cursor() as pg,
+                ):
                     if self._fresh:  # processes opening a fresh schema at once wait for the first one's DDL
                         pg.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"caseboard.knowledge/{schema}",))
                         pg.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -343,14 +348,12 @@ class _Qmark:
         return int(self.cursor.rowcount)
 
 
-def open_knowledge_store(database_url: str, *, schema: str | None = None) -> KnowledgeStore:
+def open_knowledge_store(database_url: DatabaseUrl | str) -> KnowledgeStore:
     """The store that goes with the ledger at ``database_url``: ``knowledge.db`` beside an embedded SQLite
-    ledger (in memory for an in-memory one), the ledger's PostgreSQL database otherwise."""
-    scheme = database_url.split(":", 1)[0]
-    if scheme == "sqlite" and database_url.startswith("sqlite:///") and len(database_url) > len("sqlite:///"):
-        return KnowledgeStore(f"sqlite:///{Path(database_url[len('sqlite:///') :]).parent / 'knowledge.db'}")
-    if scheme in ("postgresql", "postgres"):
-        return KnowledgeStore(database_url, schema=schema)
-    if database_url in ("", "memory:", "memory://") or scheme in ("sqlite", "memory"):
+    ledger (in memory for an in-memory one, ``memory://``), the ledger's PostgreSQL schema otherwise."""
+    if database_url in ("", "memory:", "memory://"):
         return KnowledgeStore(":memory:")
-    raise ConfigurationError(f"no knowledge store goes with {database_url!r} (sqlite:///path or postgresql://)")
+    database = DatabaseUrl.parse(database_url)
+    if database.sqlite_path is not None:
+        return KnowledgeStore(DatabaseUrl(kind="sqlite", sqlite_path=database.sqlite_path.parent / "knowledge.db"))
+    return KnowledgeStore(database)
