@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
+
 from caseboard.coordinator.service import Coordinator
-from caseboard.dispatcher.wakeup import CommitNotifier
+from caseboard.database_url import DatabaseUrl
+from caseboard.dispatcher.wakeup import CommitListener, CommitNotifier
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.evidence import ArtifactStore, open_artifact_store
 from caseboard.knowledge import KnowledgeWriter, open_knowledge_store
 from caseboard.ledger import EventsourcingLedger, open_ledger
@@ -21,6 +25,8 @@ class App:
     workspaces: Workspaces
     coordinators: dict[bool, Coordinator] = field(default_factory=dict)
     database_url: str = ""
+    database: DatabaseUrl | None = None
+    """``database_url`` parsed; None for the tests' ``memory://``."""
     notifier: Any = None
     _artifacts: ArtifactStore | None = None
     _knowledge: Any = None
@@ -29,14 +35,16 @@ class App:
     def artifacts(self) -> ArtifactStore:
         """The artifact store that goes with the ledger, opened on first use (docs/adr/0080)."""
         if self._artifacts is None:
-            self._artifacts = open_artifact_store(self.database_url, max_bytes=self.settings.artifact_max_bytes)
+            self._artifacts = open_artifact_store(
+                self.database or self.database_url, max_bytes=self.settings.artifact_max_bytes
+            )
         return self._artifacts
 
     def knowledge(self) -> KnowledgeWriter:
         """The knowledge store that goes with the ledger and its writer, caught up with the ledger's
         notification log (docs/knowledge.md); opened on first use."""
         if self._knowledge is None:
-            self._knowledge = KnowledgeWriter(self.ledger, open_knowledge_store(self.database_url))
+            self._knowledge = KnowledgeWriter(self.ledger, open_knowledge_store(self.database or self.database_url))
         writer: KnowledgeWriter = self._knowledge
         writer.catch_up()
         return writer
@@ -47,6 +55,14 @@ class App:
                 self.ledger, self.workspaces, trust_timestamps=trust_timestamps, artifacts=lambda: self.artifacts
             )
         return self.coordinators[trust_timestamps]
+
+    def listen_for_commits(self) -> CommitListener:
+        """A LISTEN for the NOTIFY after each commit (ADR 0012), where ``ledger.capabilities.live``; the
+        ``/events`` streams' follower waits on it. ``LedgerUnavailable`` while the database is out of reach."""
+        try:
+            return CommitListener(self.database_url)
+        except psycopg.Error as error:
+            raise LedgerUnavailable(f"cannot listen for commits: {' '.join(str(error).split())}") from error
 
     def close(self) -> None:
         if self.notifier is not None:
@@ -60,9 +76,12 @@ class App:
 
 def build_app(settings: Settings, *, database_url: str | None = None) -> App:
     url = database_url or settings.database_url
-    ledger = open_ledger(url, pool_size=settings.pool_size)
-    app = App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger), database_url=url)
+    database = None  # memory://, the tests' in-memory ledger
+    if url != "memory://":
+        database = settings.database if url == settings.database_url else DatabaseUrl.parse(url)
+    ledger = open_ledger(database or url, pool_size=settings.pool_size)
+    app = App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger), database_url=url, database=database)
     if ledger.capabilities.live:  # wake the dispatcher after each commit (ADR 0012)
-        app.notifier = CommitNotifier(url)
+        app.notifier = CommitNotifier(database or url)
         ledger.after_append(app.notifier.wake)
     return app

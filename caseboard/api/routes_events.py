@@ -1,21 +1,22 @@
 """A server-sent events stream of a workspace's commits, for subscribers.
 
-The stream follows the ledger itself (the notification log is the outbox, DESIGN.md §2): it polls for
-commits after the subscriber's position every ``poll_interval_s`` and sends one ``commit`` event per
-commit, with the workspace version as the event id, so a client that reconnects with ``Last-Event-ID``
-resumes where it stopped and misses nothing. The stream is bounded: it ends after ``timeout_s`` with an
-``end`` event that names the position to resume from, and at once when the client disconnects.
+The stream follows the ledger itself (the notification log is the outbox, DESIGN.md §2), through the
+process's one follower of the workspace (``event_hub.py``: one read after each commit, whatever the number
+of streams), and sends one ``commit`` event per commit, with the workspace version as the event id, so a
+client that reconnects with ``Last-Event-ID`` resumes where it stopped and misses nothing: what lies
+between its position and the follower's, the stream reads itself. The stream is bounded: it ends after
+``timeout_s`` with an ``end`` event that names the position to resume from, and at once when the client
+disconnects.
 
 A stream lasts as long as its key does: every ``key_cache_s`` (the revocation delay of every other request)
-the key is checked again in the key store, and a revoked key's stream ends with an ``end`` event whose
-reason is ``revoked``.
+the key is checked again in the key store (one question for all the streams of a key, ``KeyChecks``), and
+a revoked key's stream ends with an ``end`` event whose reason is ``revoked``.
 When the ledger cannot be read, or the key cannot be checked, the stream ends with reason ``unavailable``
-(the client reconnects with ``Last-Event-ID``).
+(the client reconnects with ``Last-Event-ID``); so do the streams open when the server shuts down.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from functools import partial
@@ -27,12 +28,12 @@ from fastapi.responses import StreamingResponse
 
 from caseboard.api.auth import CallerDep, ServicesDep, visible
 from caseboard.api.errors import ERROR_RESPONSES
+from caseboard.api.event_hub import Event, end_event
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import LedgerUnavailable
 
 router = APIRouter(tags=["subscribers"])
-BATCH = 100
 KEEPALIVE_S = 15.0
 
 
@@ -70,18 +71,15 @@ async def events(
     )
 
 
-async def _still_valid(svc: Services, token: str) -> bool:
+def _key_active(svc: Services, token: str) -> bool:
     """Whether the stream's key is still active, asked of the store itself: a cached answer may be up to
     ``key_cache_s`` old, and the stream must end within that long of a revocation."""
-    key = await anyio.to_thread.run_sync(svc.keys.authenticate, token)
+    key = svc.keys.authenticate(token)
     if key is None:
+        svc.key_cache.forget(token)
         return False
     svc.key_cache.put(token, key)
     return True
-
-
-def _end(reason: str, position: int) -> str:
-    return f"event: end\ndata: {json.dumps({'reason': reason, 'next_after': position})}\n\n"
 
 
 async def _follow(
@@ -90,32 +88,31 @@ async def _follow(
     position = after
     deadline = time.monotonic() + timeout_s
     quiet_since = time.monotonic()
-    recheck_s = max(svc.key_cache.ttl_s, 0.05)
+    revocation_s = max(svc.key_cache.ttl_s, 0.05)
+    recheck_s, fresh_s = 0.75 * revocation_s, 0.25 * revocation_s  # a revocation ends it within revocation_s
     checked = time.monotonic()
     yield "retry: 1000\n\n"
-    while time.monotonic() < deadline:
-        if await request.is_disconnected():
-            return
-        try:
-            if time.monotonic() - checked >= recheck_s:
-                checked = time.monotonic()
-                if not await _still_valid(svc, token):
-                    yield _end("revoked", position)
+    try:
+        async with svc.events.subscribe(workspace_id) as subscription:
+            events: list[Event] = []
+            while (now := time.monotonic()) < deadline:
+                if not events and await request.is_disconnected():  # a send would fail on its own
                     return
-            read = partial(svc.app.ledger.read, workspace_id, position, position + BATCH)
-            commits = await anyio.to_thread.run_sync(read)
-        except LedgerUnavailable:
-            yield _end("unavailable", position)
-            return
-        for commit in commits:
-            data = {"workspace_id": workspace_id, **commit.summary()}
-            yield f"id: {commit.version}\nevent: commit\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-            position = commit.version
-        if commits:
-            quiet_since = time.monotonic()
-            continue
-        if time.monotonic() - quiet_since >= KEEPALIVE_S:
-            quiet_since = time.monotonic()
-            yield ": keep-alive\n\n"
-        await anyio.sleep(min(svc.poll_interval_s, max(0.0, deadline - time.monotonic())))
-    yield _end("timeout", position)
+                if now - checked >= recheck_s:
+                    checked = now
+                    if not await svc.events.keys.still_valid(token, partial(_key_active, svc), fresh_s):
+                        yield end_event("revoked", position)
+                        return
+                wait_s = min(deadline, checked + recheck_s, quiet_since + KEEPALIVE_S) - now
+                events = await subscription.after(position, max(0.0, wait_s))
+                if events:
+                    yield "".join(event.text for event in events)
+                    position = events[-1].version
+                    quiet_since = time.monotonic()
+                elif time.monotonic() - quiet_since >= KEEPALIVE_S:
+                    quiet_since = time.monotonic()
+                    yield ": keep-alive\n\n"
+    except LedgerUnavailable:
+        yield end_event("unavailable", position)
+        return
+    yield end_event("timeout", position)

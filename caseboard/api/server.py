@@ -63,6 +63,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        services.events.close()
         api.close_submitters()
         if close_on_shutdown:
             keys.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from caseboard.api.event_hub import EventHub
 from caseboard.api.metrics import Metrics
 from caseboard.app import App
 from caseboard.keys import ApiKey, KeyStore, hash_secret
@@ -31,6 +32,10 @@ class KeyCache:
             self._entries.clear()
         self._entries[hash_secret(token)] = (time.monotonic() + self.ttl_s, key)
 
+    def forget(self, token: str) -> None:
+        """The store says the key is no longer active: no request is let in on the cached answer."""
+        self._entries.pop(hash_secret(token), None)
+
 
 @dataclass
 class Services:
@@ -40,3 +45,9 @@ class Services:
     poll_interval_s: float = 0.2
     metrics: Metrics = field(default_factory=Metrics)
     key_cache: KeyCache = field(default_factory=lambda: KeyCache(1.0))
+    events: EventHub = field(init=False)
+    """The followers of the ``/events`` streams (``event_hub.py``); closed at server shutdown."""
+
+    def __post_init__(self) -> None:
+        listen = self.app.listen_for_commits if self.app.ledger.capabilities.live else None
+        self.events = EventHub(self.app.ledger, listen, self.poll_interval_s)

@@ -257,3 +257,57 @@ def test_reading_a_ledger_s_rows_while_the_database_is_down_is_unavailable_whate
                 time.sleep(0.1)
     finally:
         ledger.close()
+
+
+def test_open_event_streams_end_as_unavailable_when_the_database_crashes_and_follow_again_after_its_return(
+    database: PrivatePostgres,
+) -> None:
+    """The streams of a workspace share one follower (``api/event_hub.py``): when it cannot read the ledger,
+    every stream ends with ``unavailable`` and the position to resume from, promptly; after the database's
+    return a stream resuming there gets the next commit."""
+    with running_server(database.url) as server:
+        assert server.as_("op", "operator").post("/workspaces", json=open_body("ws-sse")).status_code == 201
+        specialist = server.as_("spec", "specialist")
+        watcher = server.as_("watcher", "controller")
+        seen: list[list[str]] = [[] for _ in range(3)]
+        ended: list[float] = []
+
+        def follow(lines: list[str]) -> None:
+            with watcher.stream("GET", "/workspaces/ws-sse/events", params={"timeout_s": 60}) as response:
+                lines.extend(line for line in response.iter_lines() if line.startswith(("id: ", 'data: {"reason')))
+            ended.append(time.monotonic())
+
+        streams = [threading.Thread(target=follow, args=(lines,), daemon=True) for lines in seen]
+        for thread in streams:
+            thread.start()
+        body = {"items": [observation("o-1")]}
+        assert specialist.post("/workspaces/ws-sse/contributions", json=body).status_code == 201
+        deadline = time.monotonic() + 10
+        while any(lines[-1:] != ["id: 2"] for lines in seen):
+            assert time.monotonic() < deadline, f"the streams did not get the commit: {seen}"
+            time.sleep(0.01)
+        database.stop("immediate")
+        crashed = time.monotonic()
+        for thread in streams:
+            thread.join(timeout=PROMPT_S + 5)
+        assert len(ended) == len(streams), "a stream was still open after the crash"
+        assert max(ended) - crashed < PROMPT_S, f"a stream ended {max(ended) - crashed:.1f} s after the crash"
+        for lines in seen:
+            assert lines == ["id: 1", "id: 2", 'data: {"reason": "unavailable", "next_after": 2}'], lines
+        database.start()
+        deadline = time.monotonic() + RECOVERY_S
+        for attempt in range(1000):
+            body = {"items": [observation(f"o-2-{attempt}")]}
+            if specialist.post("/workspaces/ws-sse/contributions", json=body).status_code == 201:
+                break
+            assert time.monotonic() < deadline, "no commit was accepted after the database's return"
+            time.sleep(0.1)
+        while True:  # a client reconnects after ``unavailable``: a pooled connection may still be a dead one
+            resumed = watcher.get(
+                "/workspaces/ws-sse/events", params={"timeout_s": 0.5}, headers={"Last-Event-ID": "2"}
+            )
+            if resumed.status_code == 200 and '"reason": "unavailable"' not in resumed.text:
+                break
+            assert time.monotonic() < deadline, f"the stream was not served after the database's return: {resumed.text}"
+            time.sleep(0.1)
+        assert [line for line in resumed.text.splitlines() if line.startswith("id: ")][:1] == ["id: 3"], resumed.text
