@@ -81,8 +81,8 @@ def submit_all(coordinator: Coordinator, contributions: list[Contribution]) -> N
 
 def accept(coordinator: Coordinator, contribution: Contribution) -> None:
     outcome = coordinator.submit(contribution)
-    if not outcome.get("ok"):
-        raise RuntimeError(f"the benchmark's contribution was refused: {outcome}")
+    if not outcome.ok:
+        raise RuntimeError(f"the benchmark's contribution was refused: {outcome.as_json()}")
 
 
 def sample_payload() -> bytes:

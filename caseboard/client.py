@@ -7,7 +7,7 @@
 Refusals are raised as the project's errors, with their data (``caseboard/domain/errors.py``):
 
     CaseboardError
-    ├── Refused               reason, message, field, details (current_version, since, ...)
+    ├── Refusal               reason, message, field, details (current_version, since, ...)
     │   └── VersionConflict   current, since: what changed after the version you expected
     ├── UnknownWorkspace      no such workspace for this key's tenant (another tenant's answers the same)
     ├── LedgerUnavailable     the server answered 503, or never answered within the retry window
@@ -37,7 +37,7 @@ from caseboard.domain.errors import (
     CaseboardError,
     LedgerUnavailable,
     Reason,
-    Refused,
+    Refusal,
     UnknownWorkspace,
     VersionConflict,
 )
@@ -87,7 +87,7 @@ def error_of(body: Json, *, expected: int | None = None, workspace_id: str = "")
         token = Reason(reason)
     except ValueError:
         token = Reason.INVALID
-    return Refused(token, message, field=body.get("field"), **details)
+    return Refusal(token, message, field=body.get("field"), **details)
 
 
 class Caseboard:

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from caseboard.client import Caseboard
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
 
 WORKSPACE = "incident-042"
 OPEN = ("awaiting_result",)
@@ -39,7 +39,7 @@ def join(url: str, key: str) -> int:
         except LookupError:
             print(json.dumps({"done": "nothing to claim"}))
             return 0
-        except Refused as refused:
+        except Refusal as refused:
             print(json.dumps({"refused": refused.reason.value, "message": refused.message}))
             return 1
         print(json.dumps({"claimed": chosen["request_id"], "workspace_version": claimed["workspace_version"]}))

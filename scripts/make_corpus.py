@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
+from caseboard.domain.outcome import Refused
 from caseboard.ledger import open_ledger
 from caseboard.logs import configure_logging
 from caseboard.replay.transfer import export
@@ -44,11 +45,13 @@ def record(scenario: Path) -> str:
         workspace_id = workspace_id or data["workspace_id"]
         try:
             outcome = coordinator.submit(parse_contribution(data))
-        except Refused as refusal:
-            outcome = refusal.to_outcome()
-        refused = None if outcome["ok"] else outcome["reason"]
+        except Refusal as refusal:
+            outcome = refusal.outcome()
+        refused = outcome.reason.value if isinstance(outcome, Refused) else None
         if refused != expect:
-            raise ScenarioFailed(f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome}")
+            raise ScenarioFailed(
+                f"{scenario.name}:{number}: expected {expect or 'acceptance'}, got {outcome.as_json()}"
+            )
     assert workspace_id is not None, f"{scenario} is empty"
     out = io.StringIO()
     export(ledger, workspace_id, out)

@@ -15,6 +15,7 @@ import pytest
 import structlog
 
 from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.domain.outcome import Outcome
 from caseboard.ledger import EventsourcingLedger, open_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,7 @@ def stale_install() -> str:
     return (scenario_dir() / "incident-042.stale-install.json").read_text()
 
 
-def play(coordinator: Coordinator, lines: list[str]) -> list[dict[str, Any]]:
+def play(coordinator: Coordinator, lines: list[str]) -> list[Outcome]:
     return [coordinator.submit(parse_contribution(line)) for line in lines]
 
 

@@ -9,7 +9,6 @@ artifact store, where its id is the SHA-256 the judgment records (docs/adr/0111)
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from caseboard.agent.budget import Spent, spent
 from caseboard.app import App
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.commit import Commit
-from caseboard.domain.errors import Refused, UnknownWorkspace
+from caseboard.domain.errors import Refusal, UnknownWorkspace
 from caseboard.domain.items import Role
+from caseboard.domain.outcome import Outcome
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.model_view import ModelView, build_view
 from caseboard.reducers import WorkspaceState
@@ -80,31 +80,16 @@ class Board:
         scope = getattr(commits[0].items[0], "scope", None) if commits else None
         return getattr(scope, "tenant_id", None)
 
-    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The coordinator's outcome as the contract's JSON (accepted, or refused with its reason)."""
+    def submit(self, body: dict[str, Any]) -> Outcome:
+        """The coordinator's outcome: accepted, or refused with its reason (by the parser, or the coordinator)."""
         try:
             contribution = parse_contribution(body)
-        except Refused as refusal:
-            return refusal.to_outcome()
-        return outcome_dict(self.app.coordinator().submit(contribution))
+        except Refusal as refusal:
+            return refusal.outcome()
+        return self.app.coordinator().submit(contribution)
 
     def keep_prompt(self, tenant_id: str, data: bytes, stored_by: str) -> str:
         stored = self.app.artifacts.put(
             tenant_id, [data], stored_by=stored_by, media_type=PROMPT_MEDIA_TYPE, source_system=PROMPT_SOURCE
         )
         return stored.meta.artifact_id
-
-
-def outcome_dict(outcome: Any) -> dict[str, Any]:
-    """An outcome as the contract's JSON, whatever shape the coordinator returns it in (a dict today)."""
-    if isinstance(outcome, dict):
-        return outcome
-    for method in ("to_outcome", "to_dict", "model_dump"):
-        convert = getattr(outcome, method, None)
-        if callable(convert):
-            converted = convert()
-            if isinstance(converted, dict):
-                return converted
-    if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
-        return dataclasses.asdict(outcome)
-    raise TypeError(f"the coordinator answered with a {type(outcome).__name__}, not an outcome")

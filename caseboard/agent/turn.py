@@ -30,6 +30,7 @@ from caseboard.agent.participant import Decision, refused
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
+from caseboard.domain.outcome import Accepted, Outcome, Refused
 
 log = structlog.get_logger("caseboard.agent")
 
@@ -37,6 +38,8 @@ MAX_STEPS = 4
 MAX_ATTEMPTS = 5
 RETRY_DELAY_MS = 500
 """A turn that lost ``MAX_ATTEMPTS`` races in a row is handed back to the broker, to be taken again this late."""
+RECORDED = ("reason", "message", "field", "current_version")
+"""What a judgment records of the refusal of its reply (those the refusal has)."""
 
 
 class Deciding(Protocol):
@@ -49,17 +52,17 @@ class Deciding(Protocol):
 
 
 class Submitting(Protocol):
-    def submit(self, body: dict[str, Any]) -> dict[str, Any]: ...
+    def submit(self, body: dict[str, Any]) -> Outcome: ...
 
 
 def take_turn(
     board: Submitting, participant: Deciding, notification: Notification, *, max_attempts: int = MAX_ATTEMPTS
-) -> list[dict[str, Any]]:
+) -> list[Outcome]:
     """Runs ``participant`` on ``notification``; returns every outcome the coordinator gave."""
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     superseded: list[dict[str, Any]] = []
 
-    def submit(items: list[dict[str, Any]], expected: int | None) -> dict[str, Any]:
+    def submit(items: list[dict[str, Any]], expected: int | None) -> Outcome:
         body: dict[str, Any] = {
             "workspace_id": notification.workspace_id,
             "author": {"principal": participant.principal, "role": participant.role.value},
@@ -76,13 +79,13 @@ def take_turn(
         if not judgments:
             return
         outcome = submit(judgments, None)
-        if not outcome["ok"]:
+        if isinstance(outcome, Refused):
             log.error(
                 "judgment_not_recorded",
                 principal=participant.principal,
                 notification_id=notification.id,
-                reason=outcome["reason"],
-                message=outcome["message"],
+                reason=outcome.reason.value,
+                message=outcome.message,
             )
 
     for _ in range(min(MAX_STEPS, getattr(participant, "max_steps", MAX_STEPS))):
@@ -98,20 +101,19 @@ def take_turn(
                 record_alone([*superseded, decision.judgment])
                 return outcomes
             outcome = submit([*superseded, *decision.items, decision.judgment], decision.version)
-            if outcome["ok"]:
+            if isinstance(outcome, Accepted):
                 superseded = []
                 log.info(
                     "agent_contributed",
                     principal=participant.principal,
                     notification_id=notification.id,
-                    workspace_version=outcome["workspace_version"],
+                    workspace_version=outcome.workspace_version,
                     shown_version=decision.version,
                 )
                 break
-            refusal: dict[str, Any] = {
-                k: outcome[k] for k in ("reason", "message", "field", "current_version") if k in outcome
-            }
-            if outcome["reason"] == Reason.VERSION_CONFLICT.value:
+            answer = outcome.as_json()
+            refusal: dict[str, Any] = {k: answer[k] for k in RECORDED if k in answer}
+            if outcome.reason == Reason.VERSION_CONFLICT:
                 conflicts += 1
                 stale_at = decision.version
                 superseded.append(refused(decision.judgment, {**refusal, "superseded": True}))
@@ -120,7 +122,7 @@ def take_turn(
                     principal=participant.principal,
                     notification_id=notification.id,
                     shown_version=decision.version,
-                    current_version=outcome.get("current_version"),
+                    current_version=outcome.details.get("current_version"),
                     attempt=conflicts,
                 )
                 if conflicts >= max_attempts:

@@ -26,13 +26,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from caseboard.api.models import Refusal
+from caseboard.api.models import Refusal as RefusalBody
 from caseboard.coordinator.parse import refusal_from
 from caseboard.domain.errors import (
     CaseboardError,
     LedgerUnavailable,
     Reason,
-    Refused,
+    Refusal,
     UnknownReducer,
     UnknownWorkspace,
     VersionOutOfRange,
@@ -64,21 +64,21 @@ STATUS: dict[str, int] = {
 }
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": Refusal, "description": "no API key, or an unknown or revoked one (`unauthenticated`)"},
-    403: {"model": Refusal, "description": "the key's role may not do this (`forbidden`)"},
-    404: {"model": Refusal, "description": "no such workspace for this key's tenant (`unknown_workspace`)"},
+    401: {"model": RefusalBody, "description": "no API key, or an unknown or revoked one (`unauthenticated`)"},
+    403: {"model": RefusalBody, "description": "the key's role may not do this (`forbidden`)"},
+    404: {"model": RefusalBody, "description": "no such workspace for this key's tenant (`unknown_workspace`)"},
     422: {
-        "model": Refusal,
+        "model": RefusalBody,
         "description": "the request does not fit the contract (`invalid`, `unknown_reference`)",
     },
-    503: {"model": Refusal, "description": "the ledger cannot be reached (`unavailable`)"},
+    503: {"model": RefusalBody, "description": "the ledger cannot be reached (`unavailable`)"},
 }
 TOO_LARGE_RESPONSE: dict[int | str, dict[str, Any]] = {
-    413: {"model": Refusal, "description": "the body is over the size limit (`invalid`, field `$`)"},
+    413: {"model": RefusalBody, "description": "the body is over the size limit (`invalid`, field `$`)"},
 }
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
     409: {
-        "model": Refusal,
+        "model": RefusalBody,
         "description": "the workspace moved, is held, closed or at a limit (see `reason`)",
     },
 }
@@ -178,12 +178,12 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
         else problem
         for problem in error.errors()
     ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
-    return JSONResponse(refusal_from(problems).to_outcome(), status_code=422)
+    return JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422)
 
 
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
-    if isinstance(error, Refused):
-        return refusal_response(error.to_outcome())
+    if isinstance(error, Refusal):
+        return refusal_response(error.outcome().as_json())
     if isinstance(error, UnknownWorkspace):
         return JSONResponse(unknown_workspace(error.workspace_id).body, status_code=404)
     if isinstance(error, VersionOutOfRange):

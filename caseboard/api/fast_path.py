@@ -48,7 +48,7 @@ from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.routes_write import WORKSPACE_ID, contribution_of, respond, submit_contribution
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
-from caseboard.domain.errors import CaseboardError, Refused
+from caseboard.domain.errors import CaseboardError, Refusal
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -113,8 +113,8 @@ class CaseboardAPI(FastAPI):
                 parse_json(OpenWorkspaceRequest, body)
                 return _replaying(body, receive)
             request = parse_json(ContributionRequest, body)
-        except Refused as refusal:
-            await self._answer(refusal_response(refusal.to_outcome()), scope, receive, send, route, started)
+        except Refusal as refusal:
+            await self._answer(refusal_response(refusal.outcome().as_json()), scope, receive, send, route, started)
             return None
         if self.fast_submit and await self._submit(workspace_id, request, headers, scope, receive, send, started):
             return None

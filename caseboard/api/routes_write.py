@@ -14,6 +14,7 @@ from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason
+from caseboard.domain.outcome import Outcome, Refused
 
 WORKSPACE_ID = it.WORKSPACE_ID_PATTERN
 WorkspaceId = Annotated[str, Path(pattern=WORKSPACE_ID, description="the workspace id, e.g. incident-042")]
@@ -107,10 +108,11 @@ def _commit(svc: Services, who: Caller, contribution: Contribution) -> JSONRespo
     return respond(svc, who, svc.app.coordinator(trust_timestamps=svc.trust_timestamps).submit(contribution))
 
 
-def respond(svc: Services, who: Caller, outcome: dict[str, Any]) -> JSONResponse:
+def respond(svc: Services, who: Caller, outcome: Outcome) -> JSONResponse:
     """The answer to a submission: 201 (200 for an idempotent replay) or the refusal's status."""
-    svc.metrics.outcome(outcome)
-    if not outcome["ok"]:
-        return refusal_response(outcome)
-    body = {**outcome, "author": who.author.model_dump(mode="json")}
-    return JSONResponse(body, status_code=200 if outcome.get("idempotent_replay") else 201)
+    body = outcome.as_json()
+    svc.metrics.outcome(body)
+    if isinstance(outcome, Refused):
+        return refusal_response(body)
+    body["author"] = who.author.model_dump(mode="json")
+    return JSONResponse(body, status_code=200 if outcome.idempotent_replay else 201)

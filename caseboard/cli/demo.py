@@ -24,6 +24,7 @@ from caseboard.cli.live_demo import cmd_live
 from caseboard.cli.output import emit_document
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
+from caseboard.domain.outcome import Accepted, Refused
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.model_view import build_view
 from caseboard.reducers import tenant_of
@@ -120,17 +121,21 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
     before = None
     for number, line in enumerate(lines, 1):
         if number == len(lines):
-            outcome = submit_line(coordinator, workspace_id, stale)
+            stale_outcome = submit_line(coordinator, workspace_id, stale)
+            if not isinstance(stale_outcome, Refused):
+                raise CaseboardError("the stale install of proposal-008 was accepted: the scenario expects a refusal")
+            since = stale_outcome.details.get("since", [])
             out.write(
                 f"  --  planner-1 tries to install proposal-008 with expected_version 18: "
-                f"REFUSED {outcome['reason']} (current_version {outcome.get('current_version')}; "
-                f"since then: {'; '.join(', '.join(c['items']) for c in outcome.get('since', []))})\n"
+                f"REFUSED {stale_outcome.reason.value} "
+                f"(current_version {stale_outcome.details.get('current_version')}; "
+                f"since then: {'; '.join(', '.join(c['items']) for c in since)})\n"
             )
         outcome = submit_line(coordinator, workspace_id, line)
-        if not outcome["ok"]:
-            raise CaseboardError(f"scenario line {number} was refused: {outcome['message']}")
+        if isinstance(outcome, Refused):
+            raise CaseboardError(f"scenario line {number} was refused: {outcome.message}")
         after = app.workspaces.show(workspace_id)
-        out.write(f"  v{outcome['workspace_version']:<3}{_story(json.loads(line), outcome, before, after)}\n")
+        out.write(f"  v{outcome.workspace_version:<3}{_story(json.loads(line), outcome, before, after)}\n")
         before = after
     final = app.workspaces.show(workspace_id, 20)
     again = command_line(app.database_url, "show", workspace_id, "--at-version", "20", "--format", "yaml")
@@ -179,11 +184,9 @@ def cite_evidence(app: App, coordinator: Any, workspace_id: str, stored: list[tu
         }
         body = {"workspace_id": workspace_id, "author": {"principal": who, "role": "specialist"}, "at": at}
         outcome = submit_line(coordinator, workspace_id, json.dumps({**body, "items": [item]}))
-        if not outcome["ok"]:
-            raise CaseboardError(f"the demo's citation of {name} was refused: {outcome['message']}")
-        out.write(
-            f"  v{outcome['workspace_version']:<3}{who} (specialist): {obs_id} cites {name} lines {first}-{last}\n"
-        )
+        if isinstance(outcome, Refused):
+            raise CaseboardError(f"the demo's citation of {name} was refused: {outcome.message}")
+        out.write(f"  v{outcome.workspace_version:<3}{who} (specialist): {obs_id} cites {name} lines {first}-{last}\n")
         cited.append(obs_id)
     state = app.workspaces.current(workspace_id)
     commits = app.ledger.read(workspace_id)
@@ -233,9 +236,9 @@ def _relative(path: Path, here: Path) -> str:
     return str(relative) if relative.parts and relative.parts[0] != ".." else str(absolute)
 
 
-def _story(contribution: dict[str, Any], outcome: dict[str, Any], before: Any, after: dict[str, Any]) -> str:
+def _story(contribution: dict[str, Any], outcome: Accepted, before: Any, after: dict[str, Any]) -> str:
     who = f"{contribution['author']['principal']} ({contribution['author']['role']})"
-    what = ", ".join(item["ref"] for item in outcome["items"])
+    what = ", ".join(item.ref for item in outcome.decided)
     notes = []
     old_hyps = {h["id"]: h["status"] for h in before["hypotheses"]} if before else {}
     for hyp in after["hypotheses"]:
@@ -247,11 +250,11 @@ def _story(contribution: dict[str, Any], outcome: dict[str, Any], before: Any, a
             notes.append(
                 f"proposal {prop['id']} (basis v{prop['based_on_workspace_version']}) is recorded as {prop['status']}"
             )
-    for item in outcome["items"]:
-        for selected in item.get("selected", []):
+    for item in outcome.decided:
+        for selected in item.decision.get("selected", []):
             notes.append(f"{selected} selected")
-        if "generation" in item and item["type"] == "work_claim":
-            notes.append(f"claim generation {item['generation']}")
+        if "generation" in item.decision and item.type == "work_claim":
+            notes.append(f"claim generation {item.decision['generation']}")
     pending = [w["request_id"] for w in after["pending_work"]]
     if before is None or pending != [w["request_id"] for w in before["pending_work"]]:
         notes.append(f"pending work: {', '.join(pending) or 'none'}")

@@ -15,8 +15,9 @@ import structlog
 
 from caseboard.app import App
 from caseboard.cli.output import emit_document, emit_line
-from caseboard.coordinator import parse_contribution
-from caseboard.domain.errors import CaseboardError, Reason, Refused, UnknownWorkspace
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.domain.errors import CaseboardError, Reason, Refusal, UnknownWorkspace
+from caseboard.domain.outcome import Outcome, Refused
 from caseboard.projections.freshness import stale_now_line
 from caseboard.projections.timeline import timeline
 from caseboard.reducers import GROUP, RELEASED
@@ -85,40 +86,42 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
             if not line.strip():
                 continue
             outcome = submit_line(coordinator, args.workspace, line)
-            if not outcome["ok"]:
-                outcome = {**outcome, "line": number}
+            body = outcome.as_json()
+            if isinstance(outcome, Refused):
+                body["line"] = number
                 all_accepted = False
-            emit_line(outcome)
+            emit_line(body)
     return 0 if all_accepted else 1
 
 
-def submit_line(coordinator: Any, workspace_id: str, line: str) -> dict[str, Any]:
+def submit_line(coordinator: Coordinator, workspace_id: str, line: str) -> Outcome:
+    """The outcome of one line of ``caseboard submit``: a contribution, refused before the coordinator when it
+    is not UTF-8, not a contribution, or names another workspace."""
     if not line.isascii() and not _is_utf8(line):
         return _refused_here(
-            workspace_id, Refused(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
+            workspace_id, Refusal(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
         )
     try:
         contribution = parse_contribution(_with_workspace(line, workspace_id))
-    except Refused as refusal:  # parse_contribution has logged it
-        return refusal.to_outcome()
+    except Refusal as refusal:  # parse_contribution has logged it
+        return refusal.outcome()
     if contribution.workspace_id != workspace_id:
         return _refused_here(
             workspace_id,
-            Refused(
+            Refusal(
                 Reason.INVALID,
                 f"workspace_id: the contribution names {contribution.workspace_id!r} "
                 f"but is submitted to {workspace_id!r}",
                 field="workspace_id",
             ),
         )
-    result: dict[str, Any] = coordinator.submit(contribution)
-    return result
+    return coordinator.submit(contribution)
 
 
-def _refused_here(workspace_id: str, refusal: Refused) -> dict[str, Any]:
+def _refused_here(workspace_id: str, refusal: Refusal) -> Refused:
     """A line refused before parsing or routing is logged as the coordinator logs its refusals."""
     logger.info("contribution_refused", workspace_id=workspace_id, reason=refusal.reason.value, field=refusal.field)
-    return refusal.to_outcome()
+    return refusal.outcome()
 
 
 def _is_utf8(line: str) -> bool:

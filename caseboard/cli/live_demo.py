@@ -21,6 +21,7 @@ from caseboard.coordinator import parse_contribution
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError
+from caseboard.domain.outcome import Refused
 from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker
 
 LIVE_WORKSPACE = "incident-043"
@@ -67,8 +68,8 @@ def cmd_live(app: App, args: argparse.Namespace) -> int:
             }
         )
         outcome = app.coordinator().submit(parse_contribution(line))
-        if not outcome["ok"]:
-            raise CaseboardError(f"the workspace could not be opened: {outcome['message']}")
+        if isinstance(outcome, Refused):
+            raise CaseboardError(f"the workspace could not be opened: {outcome.message}")
         out.write(
             f"Opened {workspace_id} with a budget of {args.cycles} cycles; the controller takes it from here.\n\n"
         )

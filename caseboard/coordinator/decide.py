@@ -5,7 +5,7 @@ version, closed workspace), then each item in order on a fork of the state, so t
 what an earlier item of the same contribution created. The fork is taken only when an item has to be
 applied for a later check: a contribution of one item (other than a proposal, whose recorded status is
 read after applying it) is checked on the state itself. It returns the ``Commit`` for version
-``state.version + 1``, a ``Replayed`` outcome for an idempotent retry, or raises ``Refused``.
+``state.version + 1``, a ``Replayed`` outcome for an idempotent retry, or raises ``Refusal``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from caseboard.coordinator.item_rules import Citations, Unresolved, check_item
 __all__ = ["Behind", "Citations", "Replayed", "Unresolved", "decide"]
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import CaseboardError, Reason, Refused
+from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.domain.injection import suspicious_text
+from caseboard.domain.outcome import Accepted
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 
 LATE_ARRIVAL_TYPES = frozenset({"observation", "work_result"})
@@ -31,7 +32,7 @@ WHILE_CLOSED = LATE_ARRIVAL_TYPES | {"reopen", "promote", "retire"}  # knowledge
 class Replayed:
     """An idempotent retry: the original outcome, nothing appended."""
 
-    outcome: dict[str, Any]
+    outcome: Accepted
 
 
 class Behind(CaseboardError):
@@ -52,7 +53,7 @@ def decide(
 ) -> Commit | Replayed:
     """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses.
     ``citations``: what the artifact store holds for each cited evidence_ref, resolved by the caller; an item
-    that cites without them raises ``Unresolved`` (a ``Refused``)."""
+    that cites without them raises ``Unresolved`` (a ``Refusal``)."""
     reducer = reducer or get_reducer()
     _check_workspace(state, contribution)
     digest = None
@@ -62,25 +63,18 @@ def decide(
         previous = state.idempotency.get(slot)
         if previous is not None:
             if previous.digest != digest:
-                raise Refused(
+                raise Refusal(
                     Reason.IDEMPOTENCY_MISMATCH,
                     f"idempotency_key {contribution.idempotency_key!r} was used at version {previous.version} "
                     "for other content; use a new key for new content",
                     field="idempotency_key",
                 )
-            return Replayed(
-                {
-                    "ok": True,
-                    "workspace_version": previous.version,
-                    "items": list(previous.items),
-                    "idempotent_replay": True,
-                }
-            )
+            return Replayed(Accepted.replayed(previous.version, previous.items))
     _check_expected_version(state, contribution)
     if state.status == "closed":
         for index, item in enumerate(contribution.items):
             if item.type not in WHILE_CLOSED:
-                raise Refused(
+                raise Refusal(
                     Reason.WORKSPACE_CLOSED,
                     f"workspace {state.workspace_id!r} is closed: a {item.type!r} item cannot be recorded; "
                     "an operator may reopen it (a 'reopen' item with an owner and a new budget)",
@@ -119,7 +113,7 @@ def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:
     opens = [i for i, item in enumerate(contribution.items) if item.type == "open"]
     if state.opened:
         if opens:
-            raise Refused(
+            raise Refusal(
                 Reason.WORKSPACE_EXISTS,
                 f"workspace {state.workspace_id!r} is already open (version {state.version}); "
                 "choose another workspace id",
@@ -127,13 +121,13 @@ def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:
             )
         return
     if not opens:
-        raise Refused(
+        raise Refusal(
             Reason.UNKNOWN_WORKSPACE,
             f"unknown workspace {state.workspace_id!r}: it must be opened first by an operator's 'open' item",
             field="workspace_id",
         )
     if len(contribution.items) != 1:
-        raise Refused(
+        raise Refusal(
             Reason.INVALID,
             "the contribution that opens a workspace carries the 'open' item alone",
             field="items",
@@ -147,7 +141,7 @@ def _check_expected_version(state: WorkspaceState, contribution: Contribution) -
     if expected < state.version:
         raise Behind(expected, state.version)
     if expected > state.version:
-        raise Refused(
+        raise Refusal(
             Reason.EXPECTED_VERSION_AHEAD,
             f"expected_version {expected} is ahead of the workspace, which is at version {state.version}; "
             "this writer is reading another ledger or has a bug",

@@ -1,6 +1,6 @@
 """The rules for each item type: who may submit it, what it may refer to, what it may change.
 
-``check_item`` raises ``Refused`` or returns the coordinator's decision for the item (selection, a claim's
+``check_item`` raises ``Refusal`` or returns the coordinator's decision for the item (selection, a claim's
 generation and lease, an escalation), which is recorded in the commit next to the item. Who may submit each
 type is the registry's (``caseboard.domain.items.ITEMS``); each type's rule is registered here with
 ``@rule(Model)`` under the registry's name.
@@ -17,7 +17,7 @@ from caseboard.coordinator.attention import Room
 from caseboard.domain import items as it
 from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, CitationFacts, parse_citation
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.errors import Reason, Refusal
 from caseboard.domain.items import Role
 from caseboard.reducers import Reducer, WorkRec, WorkspaceState, tenant_of
 
@@ -26,7 +26,7 @@ Citations = Mapping[str, CitationFacts | None]
 """What the artifact store holds for each cited ``evidence_ref`` (None: no such artifact in the tenant)."""
 
 
-class Unresolved(Refused):
+class Unresolved(Refusal):
     """An item cites an artifact and no facts about it were given: the service resolves the contribution's
     citations through the store and decides again (a coordinator without a store refuses it as it stands)."""
 
@@ -38,7 +38,7 @@ DONE = ("completed", "failed", "incomplete")
 
 
 def refuse(reason: Reason, path: str, message: str, **details: Any) -> NoReturn:
-    raise Refused(reason, f"{path}: {message}", field=path, **details)
+    raise Refusal(reason, f"{path}: {message}", field=path, **details)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from caseboard.domain.contribution import MAX_ITEMS, Contribution
-from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.errors import Reason, Refusal
 from caseboard.domain.items import ITEM_TYPES
 
 log = structlog.get_logger("caseboard.coordinator")
@@ -56,10 +56,10 @@ def too_many_values(body: bytes, limit: int = MAX_JSON_VALUES) -> bool:
 
 
 def parse_json(model: type[M], raw: str | bytes) -> M:
-    """``raw`` validated strictly as JSON into ``model``, or an ``invalid`` ``Refused`` naming the field."""
+    """``raw`` validated strictly as JSON into ``model``, or an ``invalid`` ``Refusal`` naming the field."""
     body = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     if too_many_values(body):
-        raise Refused(
+        raise Refusal(
             Reason.INVALID,
             f"the body holds more than {MAX_JSON_VALUES} JSON values: a contribution has at most {MAX_ITEMS} "
             "items of short claims (put large material behind evidence_ref)",
@@ -82,7 +82,7 @@ def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:
         else:  # a line's end is not part of its JSON (nor of an error's position)
             text = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
         return parse_json(Contribution, text)
-    except Refused as refusal:
+    except Refusal as refusal:
         workspace_id, author = _who(raw)
         log.info(
             "contribution_refused",
@@ -115,7 +115,7 @@ def _short_id(value: Any) -> str | None:
     return value if isinstance(value, str) and len(value) <= 128 else None
 
 
-def refusal_from(problems: Sequence[Any]) -> Refused:
+def refusal_from(problems: Sequence[Any]) -> Refusal:
     """An ``invalid`` refusal naming the first problem pydantic found (and how many more there are)."""
     errors = list(problems)
     if len(errors) > 1:  # a failed item is dropped, so items may look too short: a consequence, not a problem
@@ -149,7 +149,7 @@ def refusal_from(problems: Sequence[Any]) -> Refused:
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"
     count = len(errors)
     suffix = f" (and {count - 1} more problem{'s' if count > 2 else ''})" if count > 1 else ""
-    return Refused(Reason.INVALID, f"{path}: {message}{suffix}", field=path)
+    return Refusal(Reason.INVALID, f"{path}: {message}{suffix}", field=path)
 
 
 def field_path(loc: Sequence[int | str]) -> str:

@@ -22,7 +22,8 @@ from caseboard.domain import items as it
 from caseboard.domain.citations import CitationResolver, parse_citation
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import LedgerUnavailable, Refused, VersionConflict
+from caseboard.domain.errors import LedgerUnavailable, Refusal, VersionConflict
+from caseboard.domain.outcome import Accepted, Refused
 from caseboard.ledger.base import Ledger
 from caseboard.projections.workspaces import Unit, Workspaces
 from caseboard.reducers import tenant_of
@@ -54,11 +55,11 @@ class Coordinator:
         self.clock = clock
         self.trust_timestamps = trust_timestamps
 
-    def submit(self, contribution: Contribution) -> dict[str, Any]:
+    def submit(self, contribution: Contribution) -> Accepted | Refused:
         """The outcome of a contribution: accepted (with decisions) or refused (with a reason token)."""
         try:
             outcome = self._submit(contribution)
-        except Refused as refusal:
+        except Refusal as refusal:
             log.info(
                 "contribution_refused",
                 workspace_id=contribution.workspace_id,
@@ -68,7 +69,7 @@ class Coordinator:
                 reason=refusal.reason.value,
                 field=refusal.field,
             )
-            return refusal.to_outcome()
+            return refusal.outcome()
         return outcome
 
     @property
@@ -76,7 +77,7 @@ class Coordinator:
         """``submit_on_loop`` can commit without a thread (the ledger is PostgreSQL)."""
         return self.ledger.appends_on_loop
 
-    async def submit_on_loop(self, contribution: Contribution) -> dict[str, Any] | None:
+    async def submit_on_loop(self, contribution: Contribution) -> Accepted | Refused | None:
         """The common case of ``submit``, for a coroutine on the running event loop, with no thread and no
         wait but the append's own and its turn after the loop's other writers of the workspace (ADR 0035).
         None when the contribution needs more than that: the cached state is missing or other processes are
@@ -88,7 +89,7 @@ class Coordinator:
                 return None
             try:
                 result = decide(unit.state, contribution, self._at(contribution), self.workspaces.reducer)
-            except (Behind, Refused):
+            except (Behind, Refusal):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
                 return result.outcome
@@ -97,7 +98,7 @@ class Coordinator:
     def _at(self, contribution: Contribution) -> datetime:
         return contribution.at if self.trust_timestamps and contribution.at is not None else self.clock()
 
-    def _landed(self, result: Commit, attempts: int) -> dict[str, Any]:
+    def _landed(self, result: Commit, attempts: int) -> Accepted:
         log.info(
             "commit_recorded",
             workspace_id=result.workspace_id,
@@ -109,7 +110,7 @@ class Coordinator:
         )
         return result.outcome()
 
-    def _submit(self, contribution: Contribution) -> dict[str, Any]:
+    def _submit(self, contribution: Contribution) -> Accepted:
         """Load, decide, save: until the commit lands, or the contribution is refused on fresh state."""
         citations: Citations | None = None  # resolved once, when first met
         with self.workspaces.writing(contribution.workspace_id) as unit:
@@ -139,7 +140,7 @@ class Coordinator:
             except Behind as behind:
                 unit.catch_up()
                 raise self._conflict(unit, behind.expected) from None
-            except Refused:
+            except Refusal:
                 if not unit.catch_up():
                     raise
 

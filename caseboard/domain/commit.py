@@ -22,6 +22,7 @@ from pydantic import AwareDatetime, Field, PrivateAttr
 
 from caseboard.domain.contribution import Author, IdempotencyKey
 from caseboard.domain.items import ITEMS, Frozen, Id, Item
+from caseboard.domain.outcome import Accepted, ItemOutcome
 
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
@@ -100,8 +101,13 @@ class Commit(Frozen):
             for item, decision in zip(self.items, self.decisions, strict=True)
         ]
 
-    def outcome(self) -> dict[str, Any]:
-        return {"ok": True, "workspace_version": self.version, "items": self.outcome_items()}
+    def outcome(self) -> Accepted:
+        """What the coordinator answers the submitter: the version, and each item's decision."""
+        decided = [
+            ItemOutcome(item.type, describe(item), decision)
+            for item, decision in zip(self.items, self.decisions, strict=True)
+        ]
+        return Accepted(self.version, tuple(decided))
 
     def summary(self) -> dict[str, Any]:
         """A short account of the commit, for a writer that has to catch up."""

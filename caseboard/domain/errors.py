@@ -5,7 +5,7 @@ Every error caseboard raises on purpose is a ``CaseboardError``; the tree below 
 this module say where they live.
 
     CaseboardError                      root of everything caseboard raises on purpose
-    ├── Refused                         a contribution the coordinator will not commit (carries a reason token)
+    ├── Refusal                         a contribution the coordinator will not commit (carries a reason token)
     │   ├── VersionConflict             expected_version is behind; carries current_version and a summary
     │   └── Unresolved                  cites artifacts no store was consulted for (coordinator/item_rules.py)
     ├── Behind                          expected_version is behind the state, before the summary (coordinator/decide.py)
@@ -39,15 +39,17 @@ eventsourcing's handling applies to them; none leaves ``caseboard/ledger/``, whi
 ``LedgerUnavailable``: ``NoAnswer`` and ``Unreachable`` (psycopg ``OperationalError``, ledger/libpq.py and
 ledger/connections.py) and ``DatabaseUnreachable`` (eventsourcing ``PersistenceError``, ledger/connections.py).
 
-A refusal is not a failure of caseboard: it is the coordinator's answer, returned to the caller as
-``{"ok": false, "reason": ..., "message": ...}``. The reason tokens of ``Reason`` are a public contract: every
-reason caseboard puts in a body is one of them.
+A refusal is not a failure of caseboard: it is the coordinator's answer, returned to the caller as an
+``outcome.Refused`` (``Refusal.outcome()``), whose JSON is ``{"ok": false, "reason": ..., "message": ...}``.
+The reason tokens of ``Reason`` are a public contract: every reason caseboard puts in a body is one of them.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any
+
+from caseboard.domain import outcome as outcomes
 
 
 class Reason(StrEnum):
@@ -78,7 +80,7 @@ class CaseboardError(Exception):
     """Root of every error caseboard raises on purpose."""
 
 
-class Refused(CaseboardError):
+class Refusal(CaseboardError):
     """The coordinator will not commit a contribution. Nothing was appended."""
 
     def __init__(self, reason: Reason, message: str, *, field: str | None = None, **details: Any) -> None:
@@ -88,15 +90,12 @@ class Refused(CaseboardError):
         self.field = field
         self.details = details
 
-    def to_outcome(self) -> dict[str, Any]:
-        outcome: dict[str, Any] = {"ok": False, "reason": self.reason.value, "message": self.message}
-        if self.field is not None:
-            outcome["field"] = self.field
-        outcome.update(self.details)
-        return outcome
+    def outcome(self) -> outcomes.Refused:
+        """The coordinator's answer for this refusal."""
+        return outcomes.Refused(self.reason, self.message, self.field, self.details)
 
 
-class VersionConflict(Refused):
+class VersionConflict(Refusal):
     """The writer's expected_version is behind the workspace."""
 
     def __init__(self, expected: int, current: int, since: list[dict[str, Any]]) -> None:

@@ -15,7 +15,6 @@ is the record of the run: exported as it is, it replays and verifies like any re
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import json
 from collections.abc import Callable, Mapping
@@ -30,6 +29,7 @@ from caseboard.dispatcher.notification import Notification, notification_id
 from caseboard.dispatcher.route import route
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.items import Role
+from caseboard.domain.outcome import Refused
 from caseboard.evaluation.cast import ToolSpecialist, specialist
 from caseboard.evaluation.ending import Ending, Plan
 from caseboard.evaluation.incident import Arrival, EvaluationIncident
@@ -60,20 +60,6 @@ def tokens_of(view: ModelView) -> int:
     fixed prompt."""
     text = json.dumps(view.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return PROMPT_TOKENS + len(text) // 4
-
-
-def outcome_dict(outcome: Any) -> dict[str, Any]:
-    """A submission's outcome as its JSON shape, whatever type the coordinator hands it back in."""
-    if isinstance(outcome, Mapping):
-        return dict(outcome)
-    for name in ("to_outcome", "model_dump", "as_dict"):
-        method = getattr(outcome, name, None)
-        if callable(method):
-            return dict(method())
-    if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
-        return dataclasses.asdict(outcome)
-    fields = ("ok", "workspace_version", "reason", "message")
-    return {name: getattr(outcome, name) for name in fields if hasattr(outcome, name)}
 
 
 @dataclass(order=True)
@@ -244,12 +230,12 @@ class WorkspaceRun:
             self.refused += 1
             self.refusals.append(f"{principal}: invalid: {' '.join(str(error).split())[:300]}")
             return False
-        outcome = outcome_dict(self.coordinator.submit(contribution))
-        if not outcome.get("ok"):
+        outcome = self.coordinator.submit(contribution)
+        if isinstance(outcome, Refused):
             self.refused += 1
-            self.refusals.append(f"{principal}: {outcome.get('reason')}: {outcome.get('message')}")
+            self.refusals.append(f"{principal}: {outcome.reason.value}: {outcome.message}")
             return False
-        self.announce(int(outcome["workspace_version"]))
+        self.announce(outcome.workspace_version)
         return True
 
     def announce(self, version: int) -> None:

@@ -57,7 +57,7 @@ from caseboard.api.routes_knowledge import search_tool
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
 from caseboard.dispatcher.outbox import open_outbox
-from caseboard.domain.errors import CaseboardError, Reason, Refused
+from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server import operations as op
 from caseboard.mcp_server.catalog import Catalog
@@ -115,8 +115,8 @@ async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: A
             if done is not None:
                 return done
         return await anyio.to_thread.run_sync(spec.operation, svc, who, args)
-    except Refused as refused:
-        return refused.to_outcome()
+    except Refusal as refused:
+        return refused.outcome().as_json()
     except ApiError as error:
         return {**error.body}
     except CaseboardError as error:

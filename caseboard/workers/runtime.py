@@ -21,6 +21,7 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.contribution import Author, Contribution
 from caseboard.domain.errors import CaseboardError, Reason
 from caseboard.domain.items import Role
+from caseboard.domain.outcome import Accepted, Refused
 
 log = structlog.get_logger("caseboard.workers")
 
@@ -53,8 +54,8 @@ class RetryBudgetSpent(CaseboardError):
 
 
 class ContributionRefused(CaseboardError):
-    def __init__(self, principal: str, outcome: dict[str, Any]) -> None:
-        super().__init__(f"{principal}'s contribution was refused: {outcome['reason']}: {outcome['message']}")
+    def __init__(self, principal: str, outcome: Refused) -> None:
+        super().__init__(f"{principal}'s contribution was refused: {outcome.reason.value}: {outcome.message}")
         self.outcome = outcome
 
 
@@ -80,10 +81,10 @@ def act(
     *,
     max_attempts: int = 5,
     read: Callable[[str], View] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Accepted]:
     """Runs ``participant`` on ``notification`` to completion; returns the accepted outcomes."""
     read = read or (lambda ws: bounded_view(coordinator.workspaces.show(ws)))
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Accepted] = []
     conflicts = 0
     if superseded(notification, read(notification.workspace_id)):
         log.info("notification_stale", principal=participant.principal, notification_id=notification.id)
@@ -104,29 +105,30 @@ def act(
             }
         )
         outcome = coordinator.submit(contribution)
-        if outcome["ok"]:
+        if isinstance(outcome, Accepted):
             outcomes.append(outcome)
             log.info(
                 "participant_contributed",
                 principal=participant.principal,
                 notification_id=notification.id,
-                workspace_version=outcome["workspace_version"],
-                replay=bool(outcome.get("idempotent_replay")),
+                workspace_version=outcome.workspace_version,
+                replay=outcome.idempotent_replay,
             )
             if len(outcomes) >= MAX_STEPS:
                 return outcomes
             continue
-        if outcome["reason"] == Reason.VERSION_CONFLICT.value:
+        if outcome.reason == Reason.VERSION_CONFLICT:
             conflicts += 1
+            current = outcome.details["current_version"]
             log.info(
                 "participant_conflict",
                 principal=participant.principal,
                 notification_id=notification.id,
-                current_version=outcome["current_version"],
+                current_version=current,
                 attempt=conflicts,
             )
             if conflicts >= max_attempts:
-                raise RetryBudgetSpent(participant.principal, notification.id, conflicts, outcome["current_version"])
+                raise RetryBudgetSpent(participant.principal, notification.id, conflicts, current)
             continue
         raise ContributionRefused(participant.principal, outcome)
     return outcomes

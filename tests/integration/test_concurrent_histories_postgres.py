@@ -70,8 +70,7 @@ def writer(url: str, index: int, barrier: Any, results: Any) -> None:
             text = contribution(
                 [observation_item(obs_id)], principal=principal, role="specialist", workspace_id=workspace, **envelope
             )
-            outcome = coordinator.submit(parse_contribution(text))
-            outcome = outcome if isinstance(outcome, dict) else outcome.to_outcome()
+            outcome = coordinator.submit(parse_contribution(text)).as_json()
             history.append(
                 {
                     "process": index,
@@ -97,7 +96,7 @@ def test_concurrent_histories_are_consistent_with_one_serial_order_per_workspace
         opened = coordinator.submit(
             parse_contribution(contribution([open_item()], principal="op", role="operator", workspace_id=workspace))
         )
-        assert (opened if isinstance(opened, dict) else opened.to_outcome())["ok"]
+        assert opened.ok
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(PROCESSES), context.Queue()
     processes = [context.Process(target=writer, args=(postgres_url, n, barrier, results)) for n in range(PROCESSES)]

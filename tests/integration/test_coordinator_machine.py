@@ -47,7 +47,7 @@ from hypothesis.stateful import (
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.commit import Commit
-from caseboard.domain.errors import Reason, Refused
+from caseboard.domain.errors import Reason, Refusal
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
@@ -89,17 +89,6 @@ class Model:
     keyed: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     now: float = 0.0
     supports: dict[str, set[str]] = field(default_factory=dict)  # hypothesis -> supports seen last step
-
-
-def outcome_of(answer: Any) -> dict[str, Any]:
-    """The contract's outcome (DESIGN §3) of what ``submit`` returned."""
-    if isinstance(answer, dict):
-        return answer
-    for name in ("to_outcome", "outcome", "model_dump"):
-        method = getattr(answer, name, None)
-        if callable(method):
-            return dict(method())
-    raise AssertionError(f"submit returned {answer!r}")
 
 
 class CoordinatorMachine(RuleBasedStateMachine):
@@ -151,9 +140,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
         elif expected_version is not None and expected_version > self.model.version:
             expect = {Reason.EXPECTED_VERSION_AHEAD.value}
         try:
-            outcome = outcome_of(self.coordinator.submit(parse_contribution(text)))
-        except Refused as refusal:
-            outcome = refusal.to_outcome()
+            outcome = self.coordinator.submit(parse_contribution(text)).as_json()
+        except Refusal as refusal:
+            outcome = refusal.outcome().as_json()
         self.history.append(f"{role}/{principal} {items} ev={expected_version} key={key} -> {outcome}")
         got = "ok" if outcome["ok"] else outcome["reason"]
         assert got == "ok" or got in REASONS, outcome
@@ -196,7 +185,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def open_workspace(self) -> None:
         body = {"workspace_id": self.workspace, "author": {"principal": "operator-1", "role": "operator"}}
         outcome = self.coordinator.submit(parse_contribution(json.dumps({**body, "items": [open_item()]})))
-        assert outcome_of(outcome)["ok"] and self.ledger.head(self.workspace) == 1
+        assert outcome.ok and self.ledger.head(self.workspace) == 1
         request = {"type": "work_request", "request_id": REQUESTS[0], "kind": "log_query", "target": "auth logs"}
         self.submit("planner", "planner-1", [request], {"ok"})  # work to claim from the first step on
         self.model.requests[REQUESTS[0]] = Request()

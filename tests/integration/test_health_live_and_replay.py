@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
 from caseboard.ledger import open_ledger
 from caseboard.projections.health import FIGURES, health, ledger_health, tenant_health
 from caseboard.replay.records import read_file
@@ -34,8 +34,8 @@ def play(url: str, scenario: Path) -> str:
             workspace_id = data["workspace_id"]
             try:
                 outcome = coordinator.submit(parse_contribution(data))
-            except Refused as refusal:
-                outcome = refusal.to_outcome()
+            except Refusal as refusal:
+                outcome = refusal.outcome()
             assert (None if outcome["ok"] else outcome["reason"]) == expect, outcome
         return workspace_id
     finally:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from caseboard.coordinator import parse_contribution
+from caseboard.domain.outcome import Accepted, Refused
 from tests.http_server import RunningServer, observation, open_body, running_server
 
 
@@ -115,3 +118,36 @@ def test_an_oversized_body_is_refused_before_it_is_read_whole(server: RunningSer
     huge = {"items": [observation(f"obs-big-{i}", "x" * 4000) for i in range(600)]}
     response = server.as_(*SPECIALIST).post("/workspaces/ws-out/contributions", json=huge)
     assert response.status_code == 413
+
+
+def test_http_answers_with_the_json_submit_returns_in_process_but_the_author(server: RunningServer) -> None:
+    """The same contributions to two workspaces of the same history, one over HTTP and one to
+    ``Coordinator.submit`` in process: key for key, in order, the same JSON (times of the commits aside)."""
+    operator = server.as_("oncall-operator", "operator")
+    for workspace_id in ("ws-same-http", "ws-same-local"):
+        assert operator.post("/workspaces", json=open_body(workspace_id)).status_code == 201
+    hypothesis = {"type": "hypothesis", "id": "hyp-1", "statement": "a rotated certificate", "supporting_evidence": []}
+    steps: list[tuple[tuple[str, str], dict[str, Any], int, type[Accepted | Refused]]] = [
+        (SPECIALIST, {"idempotency_key": "spec/two", "items": [observation("o-1"), observation("o-2")]}, 201, Accepted),
+        (SPECIALIST, {"idempotency_key": "spec/two", "items": [observation("o-1"), observation("o-2")]}, 200, Accepted),
+        (PLANNER, {"items": [hypothesis, {"type": "question", "id": "q-1", "text": "which hosts?"}]}, 201, Accepted),
+        (SPECIALIST, {"expected_version": 1, "items": [observation("o-3")]}, 409, Refused),
+        (PLANNER, {"items": [observation("o-4")]}, 403, Refused),
+    ]
+    coordinator = server.app.coordinator()
+    for (principal, role), body, status, kind in steps:
+        response = server.as_(principal, role).post("/workspaces/ws-same-http/contributions", json=body)
+        author = {"principal": principal, "role": role}
+        outcome = coordinator.submit(parse_contribution({"workspace_id": "ws-same-local", "author": author, **body}))
+        assert (response.status_code, type(outcome)) == (status, kind), response.json()
+        over_http = response.json()
+        if kind is Accepted:
+            assert over_http.pop("author") == author
+        assert without_times(over_http) == without_times(json.loads(json.dumps(outcome.as_json())))
+        assert list(over_http) == list(outcome)
+
+
+def without_times(body: dict[str, Any]) -> str:
+    """The body as JSON text, with the commit times of a conflict's ``since`` left out."""
+    since = [{k: v for k, v in commit.items() if k != "at"} for commit in body.get("since", [])]
+    return json.dumps({**body, **({"since": since} if since else {})})

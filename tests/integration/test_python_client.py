@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from caseboard.client import Caseboard, Unauthenticated
-from caseboard.domain.errors import Reason, Refused, UnknownWorkspace, VersionConflict
+from caseboard.domain.errors import Reason, Refusal, UnknownWorkspace, VersionConflict
 from tests.http_server import LIMITS, RunningServer, observation, running_server
 
 SCOPE = {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"}
@@ -46,10 +46,10 @@ def test_the_client_opens_submits_reads_and_raises_refusals_as_the_projects_erro
             spec.submit("ws-1", [observation("obs-2")], expected_version=1)
         assert (conflict.value.current, conflict.value.expected) == (2, 1)
         assert [s["workspace_version"] for s in conflict.value.details["since"]] == [2]
-        with pytest.raises(Refused) as duplicate:
+        with pytest.raises(Refusal) as duplicate:
             spec.submit("ws-1", [observation("obs-1")])
         assert duplicate.value.reason is Reason.DUPLICATE_ID
-        with pytest.raises(Refused) as forbidden:
+        with pytest.raises(Refusal) as forbidden:
             spec.submit("ws-1", [{"type": "hypothesis", "id": "h", "statement": "s"}])
         assert forbidden.value.reason is Reason.FORBIDDEN
         with pytest.raises(UnknownWorkspace) as missing:

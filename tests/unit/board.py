@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
+from caseboard.domain.outcome import Accepted, Outcome
 from caseboard.ledger import EventsourcingLedger, open_ledger
 
 T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
@@ -51,26 +52,24 @@ class Board:
             **extra,
         }
 
-    def submit(
-        self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any
-    ) -> dict[str, Any]:
+    def submit(self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any) -> Outcome:
         """The outcome of submitting the items as ``principal`` (default ``<role>-1``) in ``role``."""
         return self.raw(json.dumps(self.envelope(role, items, principal, **extra)))
 
-    def raw(self, text: str | bytes) -> dict[str, Any]:
+    def raw(self, text: str | bytes) -> Outcome:
         """Parse then submit, the way the command line does: a parse refusal is an outcome too."""
         try:
             contribution = parse_contribution(text)
-        except Refused as refusal:
-            return refusal.to_outcome()
+        except Refusal as refusal:
+            return refusal.outcome()
         return self.coordinator.submit(contribution)
 
-    def ok(self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any) -> dict[str, Any]:
+    def ok(self, role: str, items: list[dict[str, Any]], principal: str | None = None, **extra: Any) -> Accepted:
         outcome = self.submit(role, items, principal, **extra)
-        assert outcome["ok"], outcome
+        assert isinstance(outcome, Accepted), outcome
         return outcome
 
-    def open(self, **limits: int) -> dict[str, Any]:
+    def open(self, **limits: int) -> Accepted:
         return self.ok("operator", [open_item(**limits)])
 
     @property

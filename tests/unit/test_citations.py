@@ -8,7 +8,7 @@ import pytest
 
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.citations import Span, parse_citation
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
 from caseboard.domain.items import Observation
 from tests.unit.board import obs
 
@@ -43,7 +43,7 @@ def test_an_object_citation_is_stored_as_its_string_form_and_parses_back() -> No
     ],
 )
 def test_a_malformed_citation_is_invalid_and_names_the_evidence_field(bad: object) -> None:
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(Refusal) as refused:
         parse_contribution(contribution(bad))
     assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].evidence_ref")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from caseboard.coordinator import parse_contribution
-from caseboard.domain.errors import Refused
+from caseboard.domain.errors import Refusal
 from tests.unit.board import (
     Board,
     claim,
@@ -398,7 +398,7 @@ def test_several_problems_are_counted_in_the_message() -> None:
 
 def test_a_decoded_object_is_held_to_the_same_strict_contract_as_its_text() -> None:
     data = envelope([claim("req-1") | {"lease_s": "300"}])
-    with pytest.raises(Refused) as refusal:
+    with pytest.raises(Refusal) as refusal:
         parse_contribution(data)
     assert (refusal.value.reason.value, refusal.value.field) == ("invalid", "items[0].lease_s")
     parsed = parse_contribution(envelope([obs("obs-9")]))
@@ -408,11 +408,11 @@ def test_a_decoded_object_is_held_to_the_same_strict_contract_as_its_text() -> N
 
 def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
     from caseboard.coordinator import parse_contribution
-    from caseboard.domain.errors import Refused
+    from caseboard.domain.errors import Refusal
 
     too_many = [f"obs-{i}" for i in range(257)]
     hypothesis = {"type": "hypothesis", "id": "h", "statement": "s", "supporting_evidence": too_many}
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(Refusal) as refused:
         parse_contribution(
             {"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [hypothesis]}
         )
@@ -426,7 +426,7 @@ def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
         "input_workspace_version": 1,
         "output": {"text": "x" * 70000},
     }
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(Refusal) as refused:
         parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [judgment]})
     assert refused.value.field == "items[0].output"
     assert "65536" in refused.value.message

@@ -24,8 +24,10 @@ ROOTS = {"Exception", "BaseException"}
 
 
 def classes() -> dict[str, list[str]]:
-    """Every class caseboard defines, by name, with the names of its bases."""
+    """Every class caseboard defines, by name, with the names of its bases. A name an error class has means
+    the error class (``api/models.py``'s ``Refusal`` is the HTTP body of a ``domain/errors.py`` ``Refusal``)."""
     found: dict[str, list[str]] = {}
+    errors_found: set[str] = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ClassDef):
@@ -35,8 +37,11 @@ def classes() -> dict[str, list[str]]:
                     if isinstance(b, ast.Name | ast.Attribute)
                 ]
                 if bases and (bases[0] in ROOTS or bases[0].endswith(("Error", "Exception"))):
-                    assert node.name not in found, f"two error classes named {node.name}"
-                found.setdefault(node.name, bases)
+                    assert node.name not in errors_found, f"two error classes named {node.name}"
+                    errors_found.add(node.name)
+                    found[node.name] = bases
+                elif node.name not in errors_found:
+                    found.setdefault(node.name, bases)
     return found
 
 
@@ -95,7 +100,7 @@ def test_the_docstring_tree_is_every_caseboard_error_under_its_parent() -> None:
 def test_the_tree_reader_would_see_a_class_missing_or_misplaced() -> None:
     tree = drawn_tree()
     assert tree["CaseboardError"] == "Exception"
-    assert tree["VersionConflict"] == "Refused" and tree["ArtifactNotFound"] == "ArtifactError"
+    assert tree["VersionConflict"] == "Refusal" and tree["ArtifactNotFound"] == "ArtifactError"
     assert tree["ApiError"] == "CaseboardError"
     assert len(tree) > 20
 

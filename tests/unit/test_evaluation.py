@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from caseboard.evaluation.incident import TRAP_KINDS, CorpusError, EvaluationInc
 from caseboard.evaluation.judgment import Explanation, discounted, outcome_of
 from caseboard.evaluation.single_agent import SingleAgent
 from caseboard.evaluation.tools import Tools, artifact_id
-from caseboard.evaluation.workspace_arm import outcome_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus" / "evaluation"
@@ -176,19 +174,3 @@ def test_a_malformed_budget_is_refused(text: str) -> None:
 def test_a_budget_names_cycles_tokens_or_both() -> None:
     assert parse_budget("cycles=3, tokens=5000") == {"cycles": 3, "tokens": 5000}
     assert parse_budget(None) == {}
-
-
-def test_a_submission_outcome_is_read_as_its_json_shape_whatever_type_it_comes_in() -> None:
-    @dataclasses.dataclass
-    class Accepted:
-        ok: bool
-        workspace_version: int
-
-    class Refusal:
-        ok = False
-        reason = "version_conflict"
-        message = "re-read"
-
-    assert outcome_dict({"ok": True, "workspace_version": 3}) == {"ok": True, "workspace_version": 3}
-    assert outcome_dict(Accepted(True, 4)) == {"ok": True, "workspace_version": 4}
-    assert outcome_dict(Refusal()) == {"ok": False, "reason": "version_conflict", "message": "re-read"}

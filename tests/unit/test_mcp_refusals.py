@@ -14,7 +14,7 @@ def test_every_reason_token_has_one_retry_answer_and_a_next_step() -> None:
 
 
 def test_a_version_conflict_becomes_a_retryable_refusal_with_its_current_version_and_what_to_do() -> None:
-    refusal = structured(VersionConflict(18, 19, []).to_outcome())
+    refusal = structured(VersionConflict(18, 19, []).outcome().as_json())
     assert set(REFUSAL_KEYS) <= set(refusal)
     assert (refusal["ok"], refusal["current_version"], refusal["retryable"]) == (False, 19, True)
     assert "changes_since" in refusal["next_step"] and refusal["field"] == "expected_version"

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from caseboard.coordinator.parse import MAX_JSON_VALUES, parse_contribution, parse_json
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import CaseboardError, Refused
+from caseboard.domain.errors import CaseboardError, Refusal
 from caseboard.domain.items import MAX_DEPTH, Judgment
 from caseboard.ledger import open_ledger
 from caseboard.replay.transfer import import_file
@@ -47,8 +47,8 @@ def nested(depth: int) -> dict[str, Any]:
     return value
 
 
-def refusal(raw: str | bytes | dict[str, Any]) -> Refused:
-    with pytest.raises(Refused) as caught:
+def refusal(raw: str | bytes | dict[str, Any]) -> Refusal:
+    with pytest.raises(Refusal) as caught:
         parse_contribution(raw)
     return caught.value
 
@@ -90,7 +90,7 @@ def test_an_output_at_the_bound_is_kept_exactly() -> None:
 def test_a_body_of_too_many_values_is_refused_without_being_parsed() -> None:
     huge = b'{"workspace_id":"ws-1","items":[' + b",".join([b"1"] * 1_000_000) + b"]}"
     started = time.perf_counter()
-    with pytest.raises(Refused) as caught:
+    with pytest.raises(Refusal) as caught:
         parse_json(Contribution, huge)
     assert time.perf_counter() - started < 0.05
     assert caught.value.field == "$" and str(MAX_JSON_VALUES) in caught.value.message
