@@ -32,6 +32,11 @@ class App:
     _knowledge: Any = None
 
     @property
+    def on_postgres(self) -> bool:
+        """The ledger is PostgreSQL (the dispatcher and workers then run beside it over Redis)."""
+        return self.database is not None and self.database.kind == "postgresql"
+
+    @property
     def artifacts(self) -> ArtifactStore:
         """The artifact store that goes with the ledger, opened on first use (docs/adr/0080)."""
         if self._artifacts is None:
@@ -60,7 +65,7 @@ class App:
         """A LISTEN for the NOTIFY after each commit (ADR 0012), where ``ledger.capabilities.live``; the
         ``/events`` streams' follower waits on it. ``LedgerUnavailable`` while the database is out of reach."""
         try:
-            return CommitListener(self.database_url)
+            return CommitListener(self.database or self.database_url)
         except psycopg.Error as error:
             raise LedgerUnavailable(f"cannot listen for commits: {' '.join(str(error).split())}") from error
 

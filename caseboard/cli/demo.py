@@ -148,9 +148,9 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
 def store_evidence(app: App, folder: str | None, tenant_id: str) -> list[tuple[str, str, str]]:
     """Store the scenario's synthetic artifacts; (artifact id, who cites it, file name) for each."""
     out = sys.stdout
-    where = app.database_url.removeprefix("sqlite:///")
+    beside = app.database.sqlite_path if app.database is not None else None
     out.write(f"Storing the evidence: {len(EVIDENCE)} small synthetic artifacts in {tenant_id}'s artifact store")
-    out.write(f" (beside {where}):\n" if where != app.database_url else ":\n")
+    out.write(f" (beside {beside}):\n" if beside is not None else ":\n")
     stored = []
     for name, media_type, source, who, observation in EVIDENCE:
         data = scenario_text(folder, name).encode("utf-8")

@@ -85,7 +85,7 @@ def _stop_on_signals() -> threading.Event:
 
 
 def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
-    if not app.database_url.startswith(("postgresql", "postgres")):
+    if not app.on_postgres:
         raise ConfigurationError(
             "caseboard dispatch runs against PostgreSQL and Redis; "
             "the embedded ledger dispatches in process (caseboard demo --live)"
@@ -180,7 +180,7 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
         store.close()
     outbox = open_outbox(app.ledger)
     position = (status["position"][0], status["position"][1])
-    on_redis = app.database_url.startswith(("postgresql", "postgres"))  # the embedded ledger's is in process
+    on_redis = app.on_postgres  # the embedded ledger's is in process
     report = {
         "position": status["position"],
         "head": outbox.head(),

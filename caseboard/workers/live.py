@@ -99,7 +99,7 @@ def build_dispatcher(app: App, store: DispatchStore, broker: dramatiq.Broker, co
 
 def waiter(app: App, stop: threading.Event) -> tuple[Callable[[float], object], Callable[[], None]]:
     """How the dispatcher waits between passes: LISTEN on PostgreSQL, the stop event's timeout otherwise."""
-    if app.database_url.startswith(("postgresql", "postgres")):
+    if app.on_postgres:
         listener = CommitListener(app.database_url)
         return listener.wait, listener.close
     return stop.wait, lambda: None
