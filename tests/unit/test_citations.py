@@ -54,3 +54,15 @@ def test_a_malformed_citation_is_invalid_and_names_the_evidence_field(bad: objec
 def test_todays_strings_stay_free_references(free: str) -> None:
     item = parse_contribution(contribution(free)).items[0]
     assert isinstance(item, Observation) and item.evidence_ref == free and parse_citation(free) is None
+
+
+def test_a_lines_range_may_start_at_line_1_and_a_bytes_range_at_byte_0() -> None:
+    assert Span.checked("lines", 1, 1) == Span("lines", 1, 1)
+    assert Span.checked("bytes", 0, 0) == Span("bytes", 0, 0)
+    for unit, first in (("lines", 0), ("bytes", -1)):
+        with pytest.raises(ValueError, match=f"{unit} range"):
+            Span.checked(unit, first, 3)  # type: ignore[arg-type]
+
+
+def test_none_is_no_citation() -> None:
+    assert parse_citation(None) is None
