@@ -7,11 +7,9 @@ from __future__ import annotations
 import bisect
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 from psycopg.sql import SQL
 
 from caseboard.domain.citations import Span
@@ -19,20 +17,6 @@ from caseboard.evidence import ArtifactStore, open_artifact_store
 from caseboard.evidence.files import FileArtifactStore
 from caseboard.evidence.model import BLOCK, LINE_STEP
 from caseboard.evidence.postgres import PostgresArtifactStore
-
-
-@pytest.fixture(params=["files", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "files":
-        return f"sqlite:///{tmp_path}/ledger.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[ArtifactStore]:
-    opened = open_artifact_store(store_url, max_bytes=8 * BLOCK)
-    yield opened
-    opened.close()
 
 
 def body_and_lines(seed: int) -> tuple[bytes, list[bytes]]:

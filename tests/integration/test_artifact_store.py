@@ -6,29 +6,14 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from caseboard.domain.citations import Cited, Span
-from caseboard.evidence import ArtifactNotFound, ArtifactStore, ArtifactTooLarge, RangeOutside, open_artifact_store
+from caseboard.evidence import ArtifactNotFound, ArtifactStore, ArtifactTooLarge, RangeOutside
 from caseboard.evidence.model import BLOCK
 
 LOG = b"".join(b"2026-03-02T14:%02d:00Z auth_failure instance=payments-api-%d\n" % (m, m % 3) for m in range(60))
-
-
-@pytest.fixture(params=["files", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "files":
-        return f"sqlite:///{tmp_path}/ledger.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[ArtifactStore]:
-    opened = open_artifact_store(store_url, max_bytes=8 * BLOCK)
-    yield opened
-    opened.close()
 
 
 def text(chunks: Iterator[bytes]) -> bytes:
