@@ -65,9 +65,9 @@ def test_every_line_excerpt_is_the_lines_of_the_bytes(store: ArtifactStore) -> N
         assert got == expected(lines, first, last), (first, last)
 
 
-def test_an_artifact_stored_before_the_line_index_reads_the_same(store_url: str, tmp_path: Path) -> None:
+def test_an_artifact_stored_before_the_line_index_reads_the_same(durable_url: str, tmp_path: Path) -> None:
     body, lines = body_and_lines(83)
-    store = open_artifact_store(store_url, max_bytes=8 * BLOCK)
+    store = open_artifact_store(durable_url, max_bytes=8 * BLOCK)
     aid = store.put("tenant-a", [body], stored_by="p").meta.artifact_id
     store.close()
     # take the index away, as metadata written before it looks
@@ -84,7 +84,7 @@ def test_an_artifact_stored_before_the_line_index_reads_the_same(store_url: str,
                 (aid,),
             ).rowcount
             assert changed == 1
-    reopened = open_artifact_store(store_url, max_bytes=8 * BLOCK)
+    reopened = open_artifact_store(durable_url, max_bytes=8 * BLOCK)
     try:
         if isinstance(reopened, FileArtifactStore):  # read as it was stored: the blocks' index only
             assert reopened.meta("tenant-a", aid).line_index() == (BLOCK, reopened.meta("tenant-a", aid).block_lines)

@@ -103,9 +103,9 @@ MEMORY_PROBE = textwrap.dedent(
 )
 
 
-def test_a_gibibyte_upload_over_the_default_limit_is_refused_with_memory_bounded(store_url: str) -> None:
+def test_a_gibibyte_upload_over_the_default_limit_is_refused_with_memory_bounded(durable_url: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", MEMORY_PROBE, store_url], capture_output=True, text=True, timeout=600, check=True
+        [sys.executable, "-c", MEMORY_PROBE, durable_url], capture_output=True, text=True, timeout=600, check=True
     )
     verdict, growth_kib, listed = done.stdout.split()
     assert verdict == "refused" and listed == "0"

@@ -29,16 +29,9 @@ def _logging_back_to_defaults() -> Iterator[None]:
     structlog.reset_defaults()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/ledger.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
-def target(store: str) -> EventsourcingLedger:
-    ledger = open_ledger(store)
+def target(durable_url: str) -> EventsourcingLedger:
+    ledger = open_ledger(durable_url)
     yield ledger  # type: ignore[misc]
     ledger.close()
 
@@ -105,18 +98,18 @@ def test_import_refuses_a_tampered_file_naming_the_version_and_writes_nothing(
 
 
 def test_cli_export_and_import_round_trip_between_two_ledgers(
-    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    durable_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CASEBOARD_LOG_LEVEL", "warning")
-    assert main(["--database-url", store, "import", str(CORPUS / "late-arrival-017.jsonl")]) == 0
+    assert main(["--database-url", durable_url, "import", str(CORPUS / "late-arrival-017.jsonl")]) == 0
     assert '"commits":8' in capsys.readouterr().out
     out = tmp_path / "out.jsonl"
-    assert main(["--database-url", store, "export", "late-arrival-017", "--out", str(out)]) == 0
+    assert main(["--database-url", durable_url, "export", "late-arrival-017", "--out", str(out)]) == 0
     assert out.read_text() == (CORPUS / "late-arrival-017.jsonl").read_text()
-    assert main(["--database-url", store, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert main(["--database-url", durable_url, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown workspace 'no-such-workspace'" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
-    assert main(["--database-url", store, "import", str(out), "--as", "bad id!"]) == 2
+    assert main(["--database-url", durable_url, "import", str(out), "--as", "bad id!"]) == 2
     assert "--as 'bad id!'" in capsys.readouterr().err
 
 

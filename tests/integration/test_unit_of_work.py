@@ -31,14 +31,9 @@ CACHE_INTERNALS = {"lock", "turn", "current", "cached", "catch_up", "landed", "l
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def ledger_url(request: pytest.FixtureRequest) -> str:
-    return str(request.getfixturevalue(f"{request.param}_url"))
-
-
 @pytest.fixture
-def ledgers(ledger_url: str) -> Iterator[list[EventsourcingLedger]]:
-    opened = [open_ledger(ledger_url, pool_size=2) for _ in range(2)]
+def ledgers(durable_url: str) -> Iterator[list[EventsourcingLedger]]:
+    opened = [open_ledger(durable_url, pool_size=2) for _ in range(2)]
     yield opened
     for ledger in opened:
         ledger.close()
