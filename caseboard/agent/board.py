@@ -80,13 +80,14 @@ class Board:
         scope = getattr(commits[0].items[0], "scope", None) if commits else None
         return getattr(scope, "tenant_id", None)
 
-    def submit(self, body: dict[str, Any]) -> Outcome:
-        """The coordinator's outcome: accepted, or refused with its reason (by the parser, or the coordinator)."""
+    def submit(self, body: dict[str, Any], key: str | None = None) -> Outcome:
+        """The coordinator's outcome: accepted, or refused with its reason (by the parser, or the coordinator).
+        ``key``: the workspace's key, as a notification names it (``Coordinator.submit``)."""
         try:
             contribution = parse_contribution(body)
         except Refusal as refusal:
             return refusal.outcome()
-        return self.app.coordinator().submit(contribution)
+        return self.app.coordinator().submit(contribution, key)
 
     def keep_prompt(self, tenant_id: str, data: bytes, stored_by: str) -> str:
         stored = self.app.artifacts.put(

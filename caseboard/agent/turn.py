@@ -31,6 +31,7 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.domain.outcome import Accepted, Outcome, Refused
+from caseboard.domain.workspace_key import bare
 
 log = structlog.get_logger("caseboard.agent")
 
@@ -52,7 +53,7 @@ class Deciding(Protocol):
 
 
 class Submitting(Protocol):
-    def submit(self, body: dict[str, Any]) -> Outcome: ...
+    def submit(self, body: dict[str, Any], key: str | None = None) -> Outcome: ...
 
 
 def take_turn(
@@ -64,14 +65,14 @@ def take_turn(
 
     def submit(items: list[dict[str, Any]], expected: int | None) -> Outcome:
         body: dict[str, Any] = {
-            "workspace_id": notification.workspace_id,
+            "workspace_id": bare(notification.workspace_id),  # a notification names the key
             "author": {"principal": participant.principal, "role": participant.role.value},
             "idempotency_key": f"{participant.principal}/{items[-1]['invocation_id']}",
             "items": items,
         }
         if expected is not None:
             body["expected_version"] = expected
-        outcome = board.submit(body)
+        outcome = board.submit(body, notification.workspace_id)
         outcomes.append(outcome)
         return outcome
 

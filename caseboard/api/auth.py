@@ -6,8 +6,9 @@ process within that time, and a busy client costs no database round trip per req
 role acts in it; a key with several must say which with ``X-Caseboard-Role``, and only a role it holds.
 Nothing in a body can change any of this.
 
-``workspace_tenant`` is the single place that decides whether a workspace is visible to a caller: one that
-does not exist and one of another tenant get the same 404, on every endpoint.
+``workspace_key`` is the single place that decides which workspace a caller names: the id a route is given is
+looked up in the caller's tenant only (docs/adr/0130), so one that does not exist there and one of another
+tenant get the same 404, on every endpoint, and each tenant can have its own ``incident-042``.
 """
 
 from __future__ import annotations
@@ -96,14 +97,12 @@ on the database under the lock is bounded (ADR 0040), so this is only reached by
 the request then gets 503 ``unavailable`` rather than a hang."""
 
 
-def workspace_tenant(svc: Services, workspace_id: str) -> str | None:
-    """The tenant a workspace belongs to (its scope.tenant_id), or None when it does not exist: from the
-    cache when it holds the opened workspace, else from the ledger, waiting for the workspace's writers of
-    this process at most ``LOCK_WAIT_S`` (``Workspaces.tenant_of``)."""
-    return svc.app.workspaces.tenant_of(workspace_id, LOCK_WAIT_S)
-
-
-def visible(svc: Services, who: Caller, workspace_id: str) -> None:
-    """Raise the unknown-workspace 404 unless the workspace exists and belongs to the caller's tenant."""
-    if workspace_tenant(svc, workspace_id) != who.tenant_id:
+def workspace_key(svc: Services, who: Caller, workspace_id: str) -> str:
+    """The key of the caller's workspace ``workspace_id`` (``Workspaces.resolve``: its tenant's own, or one
+    opened in its tenant before ids were scoped), or the unknown-workspace 404 when the caller's tenant has
+    none, whatever other tenants have. An opened workspace's cached state answers without its lock;
+    otherwise this waits for the workspace's writers of this process at most ``LOCK_WAIT_S``."""
+    key = svc.app.workspaces.resolve(who.tenant_id, workspace_id, LOCK_WAIT_S)
+    if key is None:
         raise unknown_workspace(workspace_id)
+    return key

@@ -37,6 +37,7 @@ from caseboard.domain.errors import (
     UnknownWorkspace,
     VersionOutOfRange,
 )
+from caseboard.domain.workspace_key import bare
 
 RETRY_AFTER_S = "1"
 """``Retry-After`` of a 503 ``unavailable``: the server finds out within about a second that the database is
@@ -184,10 +185,11 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, Refusal):
         return refusal_response(error.outcome().as_json())
-    if isinstance(error, UnknownWorkspace):
-        return JSONResponse(unknown_workspace(error.workspace_id).body, status_code=404)
+    if isinstance(error, UnknownWorkspace):  # a caller sees the id it named, never the key (docs/adr/0130)
+        return JSONResponse(unknown_workspace(bare(error.workspace_id)).body, status_code=404)
     if isinstance(error, VersionOutOfRange):
-        body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "version"}
+        named = VersionOutOfRange(bare(error.workspace_id), error.asked, error.head)
+        body = {"ok": False, "reason": Reason.INVALID.value, "message": str(named), "field": "version"}
         return JSONResponse(body, status_code=422)
     if isinstance(error, UnknownReducer):
         body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "reducer"}

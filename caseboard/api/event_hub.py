@@ -39,6 +39,7 @@ import structlog
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.domain.workspace_key import bare
 from caseboard.keys import hash_secret
 
 log = structlog.get_logger("caseboard.api")
@@ -75,7 +76,7 @@ class Event:
 
 
 def commit_event(workspace_id: str, commit: Commit) -> Event:
-    data = {"workspace_id": workspace_id, **commit.summary()}
+    data = {"workspace_id": bare(workspace_id), **commit.summary()}  # the id its tenant knows, never the key
     text = f"id: {commit.version}\nevent: commit\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
     return Event(commit.version, text)
 

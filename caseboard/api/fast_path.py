@@ -181,9 +181,10 @@ class CaseboardAPI(FastAPI):
         coordinator = svc.app.coordinator(trust_timestamps=svc.trust_timestamps)
         if not coordinator.submits_on_loop:
             return None
-        if svc.app.workspaces.cached_tenant(workspace_id) != who.tenant_id:
-            return None  # the route's visibility check answers, from the ledger if need be
-        outcome = await coordinator.submit_on_loop(contribution_of(who, workspace_id, request))
+        key = svc.app.workspaces.cached_key(who.tenant_id, workspace_id)
+        if key is None:
+            return None  # the route's ``workspace_key`` answers, from the ledger if need be
+        outcome = await coordinator.submit_on_loop(contribution_of(who, workspace_id, request), key)
         return None if outcome is None else respond(svc, who, outcome)
 
     def _submitters(self) -> ThreadPoolExecutor:

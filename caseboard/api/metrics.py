@@ -146,11 +146,10 @@ class LedgerHealth(Collector):
             if self.catalog is None:
                 self.catalog = Catalog(self.ledger.outbox())
             self.catalog.refresh()
-            for workspace_ids in self.catalog.tenants.values():
-                for workspace_id in workspace_ids:
-                    fold = self.folds.setdefault(workspace_id, HealthFold())
-                    for commit in self.ledger.iter_commits(workspace_id, after=fold.version):
-                        fold.feed(commit)
+            for key in self.catalog.keys.values():
+                fold = self.folds.setdefault(key, HealthFold())
+                for commit in self.ledger.iter_commits(key, after=fold.version):
+                    fold.feed(commit)
         except CaseboardError:
             return False
         self.last_seconds = time.perf_counter() - started
@@ -162,8 +161,9 @@ class LedgerHealth(Collector):
         with self._lock:
             if not self.refresh():
                 raise LedgerUnavailable("the ledger could not be read for the tenant's health; retry")
-            ids = self.catalog.tenants.get(tenant_id, []) if self.catalog is not None else []
-            reports = [self.folds[ws].report() for ws in ids if ws in self.folds and self.folds[ws].version]
+            opened = self.catalog.keys.items() if self.catalog is not None else ()
+            keys = [key for (tenant, _), key in opened if tenant == tenant_id]
+            reports = [self.folds[key].report() for key in keys if key in self.folds and self.folds[key].version]
         return tenant_health(reports)
 
     def collect(self) -> Iterator[Any]:

@@ -26,7 +26,7 @@ import anyio
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.event_hub import Event, end_event
 from caseboard.api.routes_write import WorkspaceId
@@ -59,11 +59,11 @@ async def events(
     timeout_s: Annotated[float, Query(gt=0, le=3600, description="end the stream after this many seconds")] = 300,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
-    await anyio.to_thread.run_sync(visible, svc, who, workspace_id)
+    key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
     if last_event_id is not None and last_event_id.isdigit():
         after = max(after, int(last_event_id))
     token = request.headers.get("authorization", "").partition(" ")[2].strip()
-    stream = _follow(request, svc, workspace_id, after, timeout_s, token)
+    stream = _follow(request, svc, key, after, timeout_s, token)
     return StreamingResponse(
         stream,
         media_type="text/event-stream",

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.models import Refusal
 from caseboard.api.routes_read import Version
@@ -47,16 +47,16 @@ HEALTH_SCHEMA: dict[str, Any] = {
 def workspace_health(
     workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None
 ) -> JSONResponse:
-    visible(svc, who, workspace_id)
-    head = svc.app.ledger.head(workspace_id)
+    key = workspace_key(svc, who, workspace_id)
+    head = svc.app.ledger.head(key)
     upto = head if version is None else version
     if not 1 <= upto <= head:
         raise VersionOutOfRange(workspace_id, upto, head)
     try:  # a commit that does not match its hash is never reported on (ADR 0050)
-        guard_for(svc.app.ledger).check_version(workspace_id, upto)
+        guard_for(svc.app.ledger).check_version(key, upto)
     except ChainBroken as error:
         return JSONResponse(error.to_body(), status_code=409)
-    report = ledger_health(svc.app.ledger, workspace_id, upto)
+    report = ledger_health(svc.app.ledger, key, upto)
     return JSONResponse({**report, "meaning": FIGURES})
 
 

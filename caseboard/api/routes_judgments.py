@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from caseboard.agent.audit import judgments
-from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.routes_write import WorkspaceId
 
@@ -59,6 +59,6 @@ def list_judgments(
     svc: ServicesDep,
     after: Annotated[int, Query(ge=0, le=2**62, description="only judgments committed after this version")] = 0,
 ) -> JSONResponse:
-    visible(svc, who, workspace_id)
-    entries = judgments(svc.app.ledger.iter_commits(workspace_id, after=after))
+    key = workspace_key(svc, who, workspace_id)
+    entries = judgments(svc.app.ledger.iter_commits(key, after=after))
     return JSONResponse({"workspace_id": workspace_id, "after": after, "judgments": entries})

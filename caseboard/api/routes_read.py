@@ -1,6 +1,7 @@
 """Reading: the projection (JSON or YAML), the ledger, the timeline and the model-facing view.
 
-Every route first asks ``visible``: a workspace of another tenant answers exactly as a missing one.
+Every route first asks ``workspace_key`` for the caller's workspace of that id (docs/adr/0130):
+ a workspace of another tenant answers exactly as a missing one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import yaml
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, Response
 
-from caseboard.api.auth import CallerDep, ServicesDep, visible
+from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.models import LedgerPage, Projection, Refusal, Timeline, Whoami
 from caseboard.api.routes_write import WorkspaceId
@@ -79,9 +80,9 @@ def projection(
     format: Annotated[Literal["json", "yaml"] | None, Query(description="overrides the Accept header")] = None,
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
-    visible(svc, who, workspace_id)
+    key = workspace_key(svc, who, workspace_id)
     try:
-        document = _show(svc, workspace_id, version, reducer)
+        document = _show(svc, key, version, reducer)
     except ChainBroken as error:
         return JSONResponse(error.to_body(), status_code=409)
     wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
@@ -106,9 +107,9 @@ def ledger(
     after: Annotated[int, Query(ge=0, le=2**62, description="only commits after this version")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> JSONResponse:
-    visible(svc, who, workspace_id)
-    commits = svc.app.ledger.read(workspace_id, after=after, upto=after + limit)
-    head = svc.app.ledger.head(workspace_id)
+    key = workspace_key(svc, who, workspace_id)
+    commits = svc.app.ledger.read(key, after=after, upto=after + limit)
+    head = svc.app.ledger.head(key)
     records = []
     for commit in commits:
         record = commit.model_dump(mode="json", exclude_none=True)
@@ -128,9 +129,9 @@ def ledger(
     summary="Observations in source event-time order, with their ingestion times",
 )
 def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None) -> JSONResponse:
-    visible(svc, who, workspace_id)
+    key = workspace_key(svc, who, workspace_id)
     try:
-        document = _show(svc, workspace_id, version, None)
+        document = _show(svc, key, version, None)
     except ChainBroken as error:
         return JSONResponse(error.to_body(), status_code=409)
     entries = timeline_entries(document)
@@ -163,7 +164,7 @@ def view(
         ),
     ] = False,
 ) -> JSONResponse:
-    visible(svc, who, workspace_id)
+    key = workspace_key(svc, who, workspace_id)
     reader = role or who.role
     if reader not in who.key.roles and Role.OPERATOR not in who.key.roles:
         raise ApiError(
@@ -172,8 +173,8 @@ def view(
             field="role",
         )
     workspaces = svc.app.workspaces
-    state = workspaces.state_at(workspace_id, version)
-    commits = svc.app.ledger.read(workspace_id, upto=state.version)
+    state = workspaces.state_at(key, version)
+    commits = svc.app.ledger.read(key, upto=state.version)
     when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
     excerpts = excerpts_for(lambda: svc.app.artifacts, tenant_of(state), commits)  # docs/adr/0081
     found = None

@@ -4,7 +4,7 @@ A browser cannot send a bearer header when it follows a link, so the key may als
 ``POST /ui/login`` (a form with the token) checks the key and sets ``caseboard_key`` (HttpOnly,
 SameSite=Strict, path ``/ui``); ``/ui/logout`` clears it. ``Authorization: Bearer`` works as everywhere else.
 Only the workspaces of the key's tenant are shown; another tenant's answers the same 404 as a missing one
-(``visible``). Each page is one replay of the stored chain (``caseboard.report``), checked as ``verify``
+(``workspace_key``). Each page is one replay of the stored chain (``caseboard.report``), checked as ``verify``
 checks it: a broken chain is shown up to the version before the first bad one, and says so at the top.
 """
 
@@ -19,7 +19,7 @@ from fastapi import APIRouter, Cookie, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.security.utils import get_authorization_scheme_param
 
-from caseboard.api.auth import Caller, ServicesDep, visible
+from caseboard.api.auth import Caller, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
@@ -138,11 +138,11 @@ async def workspace_page(
             "an API key is required: Authorization: Bearer <token>, or sign in at /ui/",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    await anyio.to_thread.run_sync(visible, svc, who, workspace_id)
+    ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
     chosen = get_reducer(reducer)
 
     def build() -> str:
-        report = model.build_from(ledger_record(svc.app.ledger, workspace_id), chosen, version)
+        report = model.build_from(ledger_record(svc.app.ledger, ledger_key), chosen, version)
         return page.render(report, live={"url": f"/ui/workspaces/{quote(workspace_id, safe='')}"})
 
     return HTMLResponse(await anyio.to_thread.run_sync(build))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 
-from caseboard.api.auth import Caller, CallerDep, ServicesDep, visible
+from caseboard.api.auth import Caller, CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import CONFLICT_RESPONSE, ERROR_RESPONSES, TOO_LARGE_RESPONSE, ApiError, refusal_response
 from caseboard.api.models import Accepted, ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.services import Services
@@ -15,6 +15,7 @@ from caseboard.domain import items as it
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason
 from caseboard.domain.outcome import Outcome, Refused
+from caseboard.domain.workspace_key import scoped
 
 WORKSPACE_ID = it.WORKSPACE_ID_PATTERN
 WorkspaceId = Annotated[str, Path(pattern=WORKSPACE_ID, description="the workspace id, e.g. incident-042")]
@@ -57,7 +58,7 @@ def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep)
         at=body.at,
         items=(item,),
     )
-    return _commit(svc, who, contribution)
+    return _commit(svc, who, contribution, scoped(who.tenant_id, body.workspace_id))  # its tenant's own id
 
 
 @router.post(
@@ -74,8 +75,8 @@ def submit(workspace_id: WorkspaceId, body: ContributionRequest, who: CallerDep,
 def submit_contribution(svc: Services, who: Caller, workspace_id: str, body: ContributionRequest) -> JSONResponse:
     """The submit route's work, shared with its fast path (``caseboard/api/fast_path.py``). An ``ApiError``
     is raised before anything is committed."""
-    visible(svc, who, workspace_id)
-    return _commit(svc, who, contribution_of(who, workspace_id, body))
+    key = workspace_key(svc, who, workspace_id)
+    return _commit(svc, who, contribution_of(who, workspace_id, body), key)
 
 
 def contribution_of(who: Caller, workspace_id: str, body: ContributionRequest) -> Contribution:
@@ -104,8 +105,10 @@ def contribution_of(who: Caller, workspace_id: str, body: ContributionRequest) -
     )
 
 
-def _commit(svc: Services, who: Caller, contribution: Contribution) -> JSONResponse:
-    return respond(svc, who, svc.app.coordinator(trust_timestamps=svc.trust_timestamps).submit(contribution))
+def _commit(svc: Services, who: Caller, contribution: Contribution, key: str) -> JSONResponse:
+    """``key``: the workspace's key (``workspace_key``; an opening's is ``<tenant>/<id>``, docs/adr/0130)."""
+    coordinator = svc.app.coordinator(trust_timestamps=svc.trust_timestamps)
+    return respond(svc, who, coordinator.submit(contribution, key))
 
 
 def respond(svc: Services, who: Caller, outcome: Outcome) -> JSONResponse:

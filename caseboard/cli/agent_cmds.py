@@ -62,7 +62,7 @@ def register(commands: Any) -> None:
     listing = commands.add_parser("judgments", help="every recorded model call of a workspace")
     listing.add_argument("workspace")
     listing.add_argument("--format", choices=["text", "json"], default="text")
-    listing.set_defaults(handler=cmd_judgments, reads=True)
+    listing.set_defaults(handler=cmd_judgments, reads=True, locate=True)
 
 
 def cast_for(app: App, args: argparse.Namespace) -> dict[str, Participant]:

@@ -59,8 +59,9 @@ def report(app: App, args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(render_tenants(document))
         return 0
-    report = ledger_health(app.ledger, args.workspace, args.at_version)
-    check_ledger(app.ledger, args.workspace, report["workspace_version"], "no health was reported")
+    key = app.workspaces.locate(args.workspace)
+    report = ledger_health(app.ledger, key, args.at_version)
+    check_ledger(app.ledger, key, report["workspace_version"], "no health was reported")
     if args.format == "json":
         _json({**report, "meaning": FIGURES})
     else:
@@ -74,7 +75,7 @@ def deployment_health(app: App) -> dict[str, Any]:
     catalog.refresh()
     tenants = {}
     for tenant, workspace_ids in sorted(catalog.tenants.items()):
-        tenants[tenant] = tenant_health(ledger_health(app.ledger, ws) for ws in workspace_ids)
+        tenants[tenant] = tenant_health(ledger_health(app.ledger, catalog.keys[(tenant, ws)]) for ws in workspace_ids)
     return {"tenants": tenants, "meaning": FIGURES}
 
 

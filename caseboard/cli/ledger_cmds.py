@@ -18,6 +18,7 @@ from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refusal, UnknownWorkspace
 from caseboard.domain.outcome import Outcome, Refused
+from caseboard.domain.workspace_key import bare
 from caseboard.projections.freshness import stale_now_line
 from caseboard.projections.timeline import timeline
 from caseboard.reducers import GROUP, RELEASED
@@ -28,7 +29,7 @@ logger = structlog.get_logger("caseboard.cli")
 
 def register(commands: Any) -> None:
     submit = commands.add_parser("submit", help="submit contributions, one JSON object per line")
-    submit.add_argument("workspace")
+    submit.add_argument("workspace", help="ID, or TENANT/ID for a workspace of that tenant's own namespace")
     submit.add_argument("--file", required=True, help="JSONL file of contributions ('-' for standard input)")
     submit.add_argument(
         "--trust-timestamps",
@@ -44,17 +45,17 @@ def register(commands: Any) -> None:
         "--reducer", metavar="V", help=f"a registered reducer's name ({GROUP} entry points: {', '.join(RELEASED)}, ...)"
     )
     show.add_argument("--format", choices=["json", "yaml"], default="json")
-    show.set_defaults(handler=cmd_show, reads=True)
+    show.set_defaults(handler=cmd_show, reads=True, locate=True)
 
     log = commands.add_parser("log", help="the ledger, one JSON object per commit")
     log.add_argument("workspace")
     log.add_argument("--after", type=int, default=0, metavar="N", help="only commits after version N")
-    log.set_defaults(handler=cmd_log, reads=True)
+    log.set_defaults(handler=cmd_log, reads=True, locate=True)
 
     timeline = commands.add_parser("timeline", help="observations in source event-time order")
     timeline.add_argument("workspace")
     timeline.add_argument("--at-version", type=int, metavar="N")
-    timeline.set_defaults(handler=cmd_timeline, reads=True)
+    timeline.set_defaults(handler=cmd_timeline, reads=True, locate=True)
 
 
 @contextmanager
@@ -94,9 +95,13 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
     return 0 if all_accepted else 1
 
 
-def submit_line(coordinator: Coordinator, workspace_id: str, line: str) -> Outcome:
+def submit_line(coordinator: Coordinator, workspace: str, line: str) -> Outcome:
     """The outcome of one line of ``caseboard submit``: a contribution, refused before the coordinator when it
-    is not UTF-8, not a contribution, or names another workspace."""
+    is not UTF-8, not a contribution, or names another workspace. ``workspace``: an id (the operator's
+    namespace, or the one tenant's that has it: ``Coordinator.key_of``), or ``TENANT/ID``, a workspace of
+    that tenant's namespace, which a line opens or contributes to (docs/adr/0130)."""
+    key = workspace if "/" in workspace else None
+    workspace_id = bare(workspace)
     if not line.isascii() and not _is_utf8(line):
         return _refused_here(
             workspace_id, Refusal(Reason.INVALID, "not UTF-8 text: each line is one JSON object in UTF-8", field="$")
@@ -115,7 +120,7 @@ def submit_line(coordinator: Coordinator, workspace_id: str, line: str) -> Outco
                 field="workspace_id",
             ),
         )
-    return coordinator.submit(contribution)
+    return coordinator.submit(contribution, key)
 
 
 def _refused_here(workspace_id: str, refusal: Refusal) -> Refused:

@@ -69,6 +69,8 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
             raise_no_ledger(args.workspace, url)
         app = build_app(settings, database_url=args.database_url)
         try:
+            if getattr(args, "locate", False):  # WORKSPACE: TENANT/ID, or an id one tenant has (docs/adr/0130)
+                args.workspace = app.workspaces.locate(args.workspace)
             return handler(app, args)
         finally:
             app.close()

@@ -43,7 +43,7 @@ def register(commands: Any) -> None:
     exp.add_argument(
         "--with-excerpts", action="store_true", help="also write the cited excerpts to FILE.excerpts.jsonl"
     )
-    exp.set_defaults(handler=cmd_export, reads=True)
+    exp.set_defaults(handler=cmd_export, reads=True, locate=True)
 
     imp = commands.add_parser("import", help="load a recorded incident after verifying its chain")
     imp.add_argument("file")
@@ -146,9 +146,9 @@ def cmd_verify(_: None, args: argparse.Namespace) -> int:
             report = excerpts.check_excerpts(report, read_file(path), sidecar=excerpts.sidecar_of(path))
     else:
         with _workspace_app(args) as app:
-            _workspace_or_missing_file(app, args.target)
-            report = verify_ledger(app.ledger, args.target, args.anchor)
-            report = excerpts.check_excerpts(report, read_ledger(app.ledger, args.target), store=app.artifacts)
+            key = _workspace_or_missing_file(app, args.target)
+            report = verify_ledger(app.ledger, key, args.anchor)
+            report = excerpts.check_excerpts(report, read_ledger(app.ledger, key), store=app.artifacts)
     if args.format == "json":
         emit_line(report.to_dict())
     else:
@@ -167,10 +167,10 @@ def cmd_replay(_: None, args: argparse.Namespace) -> int:
         projection = replay_file(path, args.to, args.reducer, verify=args.verify)
     else:
         with _workspace_app(args) as app:
-            _workspace_or_missing_file(app, args.target)
+            key = _workspace_or_missing_file(app, args.target)
             if not args.verify:
-                _unverified(f"ledger {args.target}")
-            projection = replay_ledger(app.ledger, args.target, args.to, args.reducer, verify=args.verify)
+                _unverified(f"ledger {key}")
+            projection = replay_ledger(app.ledger, key, args.to, args.reducer, verify=args.verify)
     emit_document(projection, args.format)
     return 0
 
@@ -190,11 +190,14 @@ def looks_like_path(target: str) -> bool:
     return "/" in target or target.startswith(("./", "../", "~")) or target.lower().endswith(PATH_SUFFIXES)
 
 
-def _workspace_or_missing_file(app: App, target: str) -> None:
-    """A target that is no file must be a workspace; one that looks like a path is reported as a missing
-    file, not as an unknown workspace."""
-    if looks_like_path(target) and app.ledger.head(target) == 0:
+def _workspace_or_missing_file(app: App, target: str) -> str:
+    """The key of the workspace a target that is no file names (``Workspaces.locate``: TENANT/ID, or an id
+    one tenant has); one that looks like a path and names no workspace is reported as a missing file, not
+    as an unknown workspace."""
+    key = app.workspaces.locate(target)
+    if looks_like_path(target) and app.ledger.head(key) == 0:
         raise CaseboardError(f"cannot read {target}: no such file (and no workspace of that name in the ledger)")
+    return key
 
 
 def cmd_compare(_: None, args: argparse.Namespace) -> int:

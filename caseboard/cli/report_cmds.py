@@ -57,10 +57,10 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
         report = model.build_from(file_record(path), reducer, args.at_version)
     else:
         with _workspace_app(args) as app:
-            _workspace_or_missing_file(app, args.target)
-            if app.ledger.head(args.target) == 0:
+            key = _workspace_or_missing_file(app, args.target)
+            if app.ledger.head(key) == 0:
                 raise UnknownWorkspace(args.target)
-            report = model.build_from(ledger_record(app.ledger, args.target), reducer, args.at_version)
+            report = model.build_from(ledger_record(app.ledger, key), reducer, args.at_version)
     out = Path(args.out)
     try:
         out.write_text(page.render(report), encoding="utf-8")
@@ -79,10 +79,10 @@ def _commits(args: argparse.Namespace, upto: int | None = None) -> Iterator[Comm
         yield from checked_file_commits(path, upto)
         return
     with _workspace_app(args) as app:
-        _workspace_or_missing_file(app, args.target)
-        if app.ledger.head(args.target) == 0:
+        key = _workspace_or_missing_file(app, args.target)
+        if app.ledger.head(key) == 0:
             raise UnknownWorkspace(args.target)
-        yield from checked_ledger_commits(app.ledger, args.target, upto)
+        yield from checked_ledger_commits(app.ledger, key, upto)
 
 
 def cmd_diff(_: None, args: argparse.Namespace) -> int:

@@ -50,10 +50,13 @@ def decide(
     at: datetime,
     reducer: Reducer[WorkspaceState] | None = None,
     citations: Citations | None = None,
+    tenant_id: str | None = None,
 ) -> Commit | Replayed:
     """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses.
     ``citations``: what the artifact store holds for each cited evidence_ref, resolved by the caller; an item
-    that cites without them raises ``Unresolved`` (a ``Refusal``)."""
+    that cites without them raises ``Unresolved`` (a ``Refusal``). ``tenant_id``: the tenant whose namespace
+    the workspace's key is in (``caseboard.domain.workspace_key``), sealed in a schema 2 commit; None for a
+    workspace of the legacy namespace, whose commits stay schema 1."""
     reducer = reducer or get_reducer()
     _check_workspace(state, contribution)
     digest = None
@@ -81,7 +84,9 @@ def decide(
                     field=f"items[{index}]",
                 )
     envelope: dict[str, Any] = {
+        "schema_version": 1 if tenant_id is None else 2,
         "workspace_id": state.workspace_id,
+        "tenant_id": tenant_id,
         "version": state.version + 1,
         "at": at,
         "author": contribution.author,

@@ -22,8 +22,9 @@ from caseboard.domain import items as it
 from caseboard.domain.citations import CitationResolver, parse_citation
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
-from caseboard.domain.errors import LedgerUnavailable, Refusal, VersionConflict
+from caseboard.domain.errors import AmbiguousWorkspace, LedgerUnavailable, Reason, Refusal, VersionConflict
 from caseboard.domain.outcome import Accepted, Refused
+from caseboard.domain.workspace_key import bare, scoped, split, tenant_part
 from caseboard.ledger.base import Ledger
 from caseboard.projections.workspaces import Unit, Workspaces
 from caseboard.reducers import tenant_of
@@ -32,6 +33,14 @@ log = structlog.get_logger("caseboard.coordinator")
 
 MAX_ATTEMPTS = 1000
 SUMMARY_LIMIT = 50
+LOCK_WAIT_S = 5.0
+"""The longest an opening waits for another writer of this process of the legacy workspace it checks."""
+
+
+def _opening(contribution: Contribution) -> it.Open | None:
+    """The ``open`` item of a contribution that opens a workspace (it carries it alone), else None."""
+    first = contribution.items[0]
+    return first if isinstance(first, it.Open) else None
 
 
 def utc_now() -> datetime:
@@ -55,10 +64,12 @@ class Coordinator:
         self.clock = clock
         self.trust_timestamps = trust_timestamps
 
-    def submit(self, contribution: Contribution) -> Accepted | Refused:
-        """The outcome of a contribution: accepted (with decisions) or refused (with a reason token)."""
+    def submit(self, contribution: Contribution, key: str | None = None) -> Accepted | Refused:
+        """The outcome of a contribution: accepted (with decisions) or refused (with a reason token). ``key``:
+        the workspace's key (``caseboard.domain.workspace_key``) when the caller knows it, as a tenant's
+        route does (``Workspaces.resolve``); else it is found from the contribution (``key_of``)."""
         try:
-            outcome = self._submit(contribution)
+            outcome = self._submit(contribution, key)
         except Refusal as refusal:
             log.info(
                 "contribution_refused",
@@ -77,18 +88,23 @@ class Coordinator:
         """``submit_on_loop`` can commit without a thread (the ledger is PostgreSQL)."""
         return self.ledger.appends_on_loop
 
-    async def submit_on_loop(self, contribution: Contribution) -> Accepted | Refused | None:
+    async def submit_on_loop(self, contribution: Contribution, key: str | None = None) -> Accepted | Refused | None:
         """The common case of ``submit``, for a coroutine on the running event loop, with no thread and no
         wait but the append's own and its turn after the loop's other writers of the workspace (ADR 0035).
         None when the contribution needs more than that: the cached state is missing or other processes are
         racing for the workspace, a thread of this process holds it, a snapshot is due, the contribution is
         refused, or its version was taken. The caller then calls ``submit`` from a thread, which decides it
-        again from the start; nothing was appended."""
-        async with self.workspaces.writing_on_loop(contribution.workspace_id) as unit:
+        again from the start; nothing was appended. ``key``: as for ``submit``; without it, the bare id's
+        workspace when it is cached (an operator's, ADR 0130), else None."""
+        key = contribution.workspace_id if key is None else key  # else a thread finds it (``key_of``)
+        if bare(key) != contribution.workspace_id or _opening(contribution) is not None:
+            return None
+        async with self.workspaces.writing_on_loop(key) as unit:
             if unit is None:
                 return None
             try:
-                result = decide(unit.state, contribution, self._at(contribution), self.workspaces.reducer)
+                at = self._at(contribution)
+                result = decide(unit.state, contribution, at, self.workspaces.reducer, tenant_id=tenant_part(key))
             except (Behind, Refusal):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
@@ -101,7 +117,7 @@ class Coordinator:
     def _landed(self, result: Commit, attempts: int) -> Accepted:
         log.info(
             "commit_recorded",
-            workspace_id=result.workspace_id,
+            workspace_id=result.key,
             workspace_version=result.version,
             author=result.author.principal,
             role=result.author.role.value,
@@ -110,17 +126,65 @@ class Coordinator:
         )
         return result.outcome()
 
-    def _submit(self, contribution: Contribution) -> Accepted:
+    def key_of(self, contribution: Contribution, key: str | None = None) -> str:
+        """The key of the workspace a contribution is for (``caseboard.domain.workspace_key``). ``key`` when
+        the caller gives it, as a tenant's route does (``<tenant>/<id>``, or the bare id of a workspace of
+        the operator's namespace): it must name the contribution's workspace id, and an opening in a tenant's
+        namespace must be in its scope's tenant. Without it, an opening opens in the operator's namespace,
+        under the bare id, as the command line always has; anything else goes to the workspace an operator
+        means by that id (``Workspaces.locate``). A ``Refusal`` when they disagree or the id is ambiguous."""
+        workspace_id = contribution.workspace_id
+        opening = _opening(contribution)
+        if key is not None:
+            tenant, named = split(key)
+            if named != workspace_id:
+                raise Refusal(
+                    Reason.INVALID,
+                    f"workspace_id {workspace_id!r} is not the workspace {named!r} it was sent to",
+                    field="workspace_id",
+                )
+            if opening is not None and tenant is not None and tenant != opening.scope.tenant_id:
+                raise Refusal(
+                    Reason.FORBIDDEN,
+                    f"scope.tenant_id: a workspace of tenant {tenant!r} is opened in that tenant",
+                    field="items[0].scope.tenant_id",
+                )
+            return key
+        if opening is not None:
+            return workspace_id
+        try:
+            return self.workspaces.locate(workspace_id)
+        except AmbiguousWorkspace as ambiguous:
+            raise Refusal(Reason.INVALID, str(ambiguous), field="workspace_id") from None
+
+    def _submit(self, contribution: Contribution, key: str | None) -> Accepted:
         """Load, decide, save: until the commit lands, or the contribution is refused on fresh state."""
+        key = self.key_of(contribution, key)
+        opening = _opening(contribution)
+        if opening is not None:
+            self._one_per_tenant(key, opening)
         citations: Citations | None = None  # resolved once, when first met
-        with self.workspaces.writing(contribution.workspace_id) as unit:
+        with self.workspaces.writing(key) as unit:
             for _ in range(MAX_ATTEMPTS):
                 result, citations = self._decide(unit, contribution, citations)
                 if isinstance(result, Replayed):
                     return result.outcome
                 if unit.save(result):
                     return self._landed(result, attempts=unit.saves)
-        raise LedgerUnavailable(f"{contribution.workspace_id}: gave up after {MAX_ATTEMPTS} attempts under contention")
+        raise LedgerUnavailable(f"{key}: gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _one_per_tenant(self, key: str, opening: it.Open) -> None:
+        """Refuse an opening when the tenant already has a workspace of that id in the other namespace: a
+        tenant's id names one workspace (``Workspaces.resolve``)."""
+        tenant = opening.scope.tenant_id
+        workspace_id = bare(key)
+        other = workspace_id if tenant_part(key) is not None else scoped(tenant, workspace_id)
+        if self.workspaces.tenant_of(other, LOCK_WAIT_S) == tenant:
+            raise Refusal(
+                Reason.WORKSPACE_EXISTS,
+                f"workspace {workspace_id!r} is already open in tenant {tenant!r}; choose another workspace id",
+                field="items[0]",
+            )
 
     def _decide(
         self, unit: Unit, contribution: Contribution, citations: Citations | None
@@ -131,7 +195,8 @@ class Coordinator:
             state = unit.state
             try:
                 at = self._at(contribution)
-                return decide(state, contribution, at, self.workspaces.reducer, citations), citations
+                tenant_id = tenant_part(unit.workspace_id)
+                return decide(state, contribution, at, self.workspaces.reducer, citations, tenant_id), citations
             except Unresolved:
                 tenant = tenant_of(state)
                 if citations is not None or self.artifacts is None or tenant is None:

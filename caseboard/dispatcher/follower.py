@@ -83,7 +83,7 @@ class Dispatcher:
             self.store.advance(self.config.name, position, sent)
         except BaseException:
             for entry in entries:  # folded ahead of the stored position: reload on the next pass
-                self._states.pop(entry.commit.workspace_id, None)
+                self._states.pop(entry.commit.key, None)
             raise
         self.position = position
         log.info(
@@ -136,18 +136,18 @@ class Dispatcher:
             time.sleep(delay)
 
     def _fold(self, commit: Commit) -> WorkspaceState:
-        state = self._states.get(commit.workspace_id)
+        state = self._states.get(commit.key)
         if state is None or state.version != commit.version - 1:
             if state is not None and state.version >= commit.version:
-                log.warning("outbox_commit_seen_again", workspace_id=commit.workspace_id, version=commit.version)
+                log.warning("outbox_commit_seen_again", workspace_id=commit.key, version=commit.version)
             state = (
-                self.workspaces.state_at(commit.workspace_id, commit.version - 1)
+                self.workspaces.state_at(commit.key, commit.version - 1)
                 if commit.version > 1
                 else self.reducer.initial(commit.workspace_id)
             )
         state = self.reducer.evolve(state, commit)
-        self._states[commit.workspace_id] = state
-        self._states.move_to_end(commit.workspace_id)
+        self._states[commit.key] = state
+        self._states.move_to_end(commit.key)
         while len(self._states) > self.config.states_kept:  # a quiet workspace is reloaded when it wakes
             self._states.popitem(last=False)
         return state

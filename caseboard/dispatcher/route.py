@@ -26,7 +26,7 @@ TURN_AUDIENCES = ("planner", "verifier", "reporter")
 def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState] | None = None) -> list[Notification]:
     reducer = reducer or get_reducer()
     out: dict[str, Notification] = {}
-    version, ws = commit.version, commit.workspace_id
+    version, ws = commit.version, commit.key  # the key: a notification names the workspace inside caseboard
 
     def add(kind: str, audience: str, subject: str | None = None, **fields: object) -> None:
         nid = notification_id(ws, version, kind if audience != "history" else "commit", subject)

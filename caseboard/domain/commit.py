@@ -18,23 +18,29 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, PrivateAttr
+from pydantic import AwareDatetime, Field, PrivateAttr, model_validator
 
 from caseboard.domain.contribution import Author, IdempotencyKey
 from caseboard.domain.items import ITEMS, Frozen, Id, Item
 from caseboard.domain.outcome import Accepted, ItemOutcome
+from caseboard.domain.workspace_key import scoped
 
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
 
-COMMIT_SCHEMA_VERSION = 1
+COMMIT_SCHEMA_VERSION = 2
+"""Schema 2 adds ``tenant_id``: the commit belongs to the workspace (tenant_id, workspace_id), stored under the
+key ``<tenant_id>/<workspace_id>`` (``caseboard.domain.workspace_key``). A commit of schema 1 has none and
+belongs to the legacy namespace, under its bare id (docs/adr/0130)."""
 
 Decision = dict[str, Any]
 
 
 class Commit(Frozen):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 1
     workspace_id: Id
+    tenant_id: Id | None = None
+    """Schema 2: the tenant whose namespace the workspace id is in (hashed with the rest); None on schema 1."""
     version: Annotated[int, Field(ge=1)]
     at: AwareDatetime
     author: Author
@@ -55,6 +61,19 @@ class Commit(Frozen):
         return type(self) is type(other) and self.__dict__ == other.__dict__
 
     __hash__ = Frozen.__hash__
+
+    @model_validator(mode="after")
+    def _tenant_matches_schema(self) -> Commit:
+        if (self.schema_version == 2) != (self.tenant_id is not None):
+            raise ValueError("a commit carries tenant_id exactly when its schema_version is 2")
+        return self
+
+    @property
+    def key(self) -> str:
+        """The key the ledger stores the commit under: ``<tenant_id>/<workspace_id>``, or the bare id of a
+        legacy (schema 1) workspace."""
+        tenant = self.tenant_id
+        return self.workspace_id if tenant is None else scoped(tenant, self.workspace_id)
 
     def content_hash(self) -> str:
         return hashlib.sha256(self._body()).hexdigest()

@@ -10,6 +10,7 @@ this module say where they live.
     │   └── Unresolved                  cites artifacts no store was consulted for (coordinator/item_rules.py)
     ├── Behind                          expected_version is behind the state, before the summary (coordinator/decide.py)
     ├── UnknownWorkspace                a workspace id the ledger has never opened
+    ├── AmbiguousWorkspace              an operator named an id that several tenants have (docs/adr/0130)
     ├── VersionOutOfRange               a version beyond the head (or below 1) was asked for
     ├── UnknownReducer                  a reducer version that is not registered
     ├── LedgerUnavailable               the store could not be reached or refused to work
@@ -117,9 +118,20 @@ class UnknownWorkspace(CaseboardError):
         self.workspace_id = workspace_id
 
 
+class AmbiguousWorkspace(CaseboardError):
+    """An operator named a workspace by its bare id, and several tenants have one of that id."""
+
+    def __init__(self, workspace_id: str, tenants: list[str]) -> None:
+        named = ", ".join(f"{tenant}/{workspace_id}" for tenant in tenants)
+        super().__init__(f"several tenants have a workspace {workspace_id!r}: name one as TENANT/ID ({named})")
+        self.workspace_id = workspace_id
+        self.tenants = tenants
+
+
 class VersionOutOfRange(CaseboardError):
     def __init__(self, workspace_id: str, asked: int, head: int) -> None:
         super().__init__(f"workspace {workspace_id!r} has versions 1..{head}; version {asked} does not exist")
+        self.workspace_id = workspace_id
         self.asked = asked
         self.head = head
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.domain.workspace_key import bare
 
 COLUMNS = (
     "tenant_id",
@@ -143,7 +144,7 @@ class Entry:
         return {
             "entry_id": self.entry_id,
             "kind": "prior_finding",
-            "label": f"prior finding from incident {self.workspace_id}, not evidence for the current incident",
+            "label": f"prior finding from incident {bare(self.workspace_id)}, not evidence for the current incident",
             "statement": self.statement,
             "scope": {"service": self.service, "environment": self.environment},
             "owner": self.owner,
@@ -160,7 +161,7 @@ class Entry:
                 "recorded_in": self.retired_in,
             },
             "provenance": {
-                "workspace_id": self.workspace_id,
+                "workspace_id": bare(self.workspace_id),  # stored as its key (docs/adr/0130)
                 "version": self.version,
                 "item_index": self.item_index,
                 "finding": self.finding,

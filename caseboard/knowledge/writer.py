@@ -37,7 +37,7 @@ def deliver(store: KnowledgeStore, commit: Commit, ledger: EventsourcingLedger) 
             entry = promoted(commit, index, item, decision)
             versions = decision.get("evidence_versions")
             if isinstance(versions, dict) and versions:
-                entry = replace(entry, excerpts=excerpts(ledger, commit.workspace_id, versions))
+                entry = replace(entry, excerpts=excerpts(ledger, commit.key, versions))
             changed += store.insert(entry)
         elif isinstance(item, it.Retire):
             changed += store.retire(
@@ -57,7 +57,7 @@ def promoted(commit: Commit, index: int, item: it.Promote, decision: dict[str, o
     return Entry(
         tenant_id=str(decision["tenant_id"]),
         entry_id=entry_id(commit.workspace_id, commit.version, index),
-        workspace_id=commit.workspace_id,
+        workspace_id=commit.key,
         version=commit.version,
         item_index=index,
         finding=item.finding,

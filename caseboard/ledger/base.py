@@ -34,6 +34,7 @@ from eventsourcing.persistence import (
 from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, stored_hash
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.domain.items import WORKSPACE_ID_PATTERN
+from caseboard.domain.workspace_key import bare
 from caseboard.ledger.upcast import upcast_commit
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ class NativeRecorder(Protocol):
     def count_outbox_after(self, after: Position) -> int: ...
     def max_notification_id(self) -> int | None: ...
     def select_rows(self, workspace_id: str, after: int, upto: int | None, limit: int) -> list[RawRow]: ...
+    def keys_named(self, workspace_id: str) -> list[str]: ...
 
 
 class Ledger(Protocol):
@@ -172,6 +174,7 @@ class Ledger(Protocol):
         self, workspace_id: str, after: int = 0, upto: int | None = None, batch: int = 5000
     ) -> Iterator[Commit]: ...
     def head(self, workspace_id: str) -> int: ...
+    def keys_named(self, workspace_id: str) -> list[str]: ...
     def save_snapshot(
         self,
         workspace_id: str,
@@ -187,14 +190,14 @@ class Ledger(Protocol):
 
 
 def commit_row(commit: Commit) -> tuple[str, int, str, bytes]:
-    """A commit as the ledger stores it: (workspace id, version, topic, stored JSON)."""
-    return (commit.workspace_id, commit.version, COMMIT_TOPIC, commit.stored_json)
+    """A commit as the ledger stores it: (workspace key, version, topic, stored JSON)."""
+    return (commit.key, commit.version, COMMIT_TOPIC, commit.stored_json)
 
 
 def _append_error(commit: Commit, error: PersistenceError) -> CaseboardError:
     """A recorder's error of an append as the ledger's: a taken version, or the ledger unavailable."""
     if isinstance(error, IntegrityError):
-        return VersionTaken(f"{commit.workspace_id} version {commit.version} is taken")
+        return VersionTaken(f"{commit.key} version {commit.version} is taken")
     return LedgerUnavailable(f"the ledger refused the commit: {error}")
 
 
@@ -203,9 +206,15 @@ def encode_commit(commit: Commit) -> StoredEvent:
 
 
 def decode_commit(stored: StoredEvent) -> Commit:
+    """The commit a stored record holds; ``LedgerUnavailable`` when it is not one, or not of the workspace
+    whose key it is stored under (a commit cannot be moved into another tenant's namespace: its
+    ``tenant_id`` is sealed in its hash)."""
     if stored.topic != COMMIT_TOPIC:
         raise LedgerUnavailable(f"unexpected record topic {stored.topic!r} in the ledger")
-    return Commit.model_validate(upcast_commit(json.loads(stored.state)))
+    commit = Commit.model_validate(upcast_commit(json.loads(stored.state)))
+    if commit.key != stored.originator_id:
+        raise LedgerUnavailable(f"a commit of {commit.key!r} is stored under {stored.originator_id!r}")
+    return commit
 
 
 class EventsourcingLedger:
@@ -216,9 +225,12 @@ class EventsourcingLedger:
         closer: Any = None,
         *,
         native: NativeRecorder | None = None,
+        names: Callable[[str], list[str]] | None = None,
     ) -> None:
-        """``native``: caseboard's own recorder behind ``events`` when it is one (``stores.py`` knows)."""
+        """``native``: caseboard's own recorder behind ``events`` when it is one (``stores.py`` knows);
+        ``names``: a query for ``keys_named`` (else the notification log is read through)."""
         self.events = events
+        self._names = names if names is not None else (native.keys_named if native is not None else None)
         self.snapshots = snapshots
         self._closer = closer
         self._native = native
@@ -289,7 +301,7 @@ class EventsourcingLedger:
         try:
             self.events.insert_events([encode_commit(commit) for commit in commits])
         except IntegrityError as error:
-            raise VersionTaken(f"{commits[0].workspace_id}: a version of the import is taken") from error
+            raise VersionTaken(f"{commits[0].key}: a version of the import is taken") from error
         except PersistenceError as error:
             raise LedgerUnavailable(f"the ledger refused the commits: {error}") from error
 
@@ -310,6 +322,27 @@ class EventsourcingLedger:
     def head(self, workspace_id: str) -> int:
         rows = self._select(workspace_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
+
+    def keys_named(self, workspace_id: str) -> list[str]:
+        """The keys of the opened workspaces whose id is ``workspace_id``, sorted: its legacy key (the bare id)
+        and ``<tenant>/<id>`` for each tenant that opened one (``caseboard.domain.workspace_key``). For an
+        operator who names a workspace by its id alone; a tenant's caller never needs it."""
+        if self._names is not None:
+            return self._names(workspace_id)
+        found: set[str] = set()
+        start = 1
+        try:
+            while True:
+                batch = self.events.select_notifications(start, 5000, topics=[COMMIT_TOPIC])
+                for notification in batch:
+                    key = str(notification.originator_id)
+                    if notification.originator_version == 1 and bare(key) == workspace_id:
+                        found.add(key)
+                if len(batch) < 5000:
+                    return sorted(found)
+                start = batch[-1].id + 1
+        except PersistenceError as error:
+            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
 
     def save_snapshot(
         self,

@@ -88,6 +88,10 @@ class LedgerRecorder(PostgresApplicationRecorder):
             "SELECT originator_version, topic, state FROM {schema}.{table} WHERE originator_id = %s "
             "AND originator_version > %s AND originator_version <= %s ORDER BY originator_version LIMIT %s"
         ).format(schema=schema, table=table)
+        self.names_statement = SQL(
+            "SELECT originator_id FROM {schema}.{table} WHERE originator_version = 1 "
+            "AND (originator_id = %s OR right(originator_id, %s) = %s) ORDER BY originator_id"
+        ).format(schema=schema, table=table)
         self.group = GroupCommit[_Row](self._flush)
         self._writer: psycopg.Cursor[tuple[Any, ...]] | None = None
         self._on_loop: LoopAppender | None = None
@@ -130,6 +134,16 @@ class LedgerRecorder(PostgresApplicationRecorder):
         except (psycopg.Error, PersistenceError) as error:  # the pool's connect failure arrives wrapped
             raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
         return cast("list[tuple[int, str, bytes]]", rows)  # bigint, text, bytea: int, str, bytes
+
+    def keys_named(self, workspace_id: str) -> list[str]:
+        """The keys of the workspaces whose id is ``workspace_id``, legacy or of any tenant (``Ledger.keys_named``)."""
+        suffix = "/" + workspace_id
+        try:
+            with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+                rows = cursor.execute(self.names_statement, (workspace_id, len(suffix), suffix)).fetchall()
+        except (psycopg.Error, PersistenceError) as error:
+            raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
+        return [str(row[0]) for row in rows]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         rows: list[_Row] = [(str(e.originator_id), e.originator_version, e.topic, e.state) for e in stored_events]

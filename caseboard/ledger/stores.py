@@ -43,7 +43,18 @@ def _sqlite(path: Path) -> EventsourcingLedger:
     except Exception as error:
         datastore.close()
         raise LedgerUnavailable(f"cannot open the SQLite ledger at {path}: {error}") from error
-    return EventsourcingLedger(events, snapshots, datastore.close)
+    names = (
+        f"SELECT originator_id FROM {COMMITS_TABLE} WHERE originator_version = 1 "
+        "AND (originator_id = ? OR substr(originator_id, -?) = ?) ORDER BY originator_id"
+    )
+
+    def keys_named(workspace_id: str) -> list[str]:
+        suffix = "/" + workspace_id
+        with datastore.transaction(commit=False) as cursor:
+            cursor.execute(names, (workspace_id, len(suffix), suffix))
+            return [str(row[0]) for row in cursor.fetchall()]
+
+    return EventsourcingLedger(events, snapshots, datastore.close, names=keys_named)
 
 
 def _postgres(database: DatabaseUrl, pool_size: int) -> EventsourcingLedger:

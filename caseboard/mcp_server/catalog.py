@@ -23,6 +23,9 @@ class Catalog:
         self.outbox = outbox
         self.position: Position = START
         self.tenants: dict[str, list[str]] = {}
+        """Each tenant's workspace ids, sorted: the ids its callers name (docs/adr/0130)."""
+        self.keys: dict[tuple[str, str], str] = {}
+        """The key (``caseboard.domain.workspace_key``) of each (tenant, workspace id), in the order they opened."""
         self._lock = threading.Lock()
 
     def refresh(self) -> None:
@@ -34,6 +37,7 @@ class Catalog:
                     opened = commit.items[0] if commit.version == 1 and commit.items else None
                     if isinstance(opened, it.Open):
                         bisect.insort(self.tenants.setdefault(opened.scope.tenant_id, []), commit.workspace_id)
+                        self.keys[(opened.scope.tenant_id, commit.workspace_id)] = commit.key
                     self.position = entry.position
                 if len(entries) < BATCH:
                     return

@@ -1,4 +1,5 @@
-"""What each tool does, through the HTTP API's own code: the same visibility check (``visible``), the same
+"""What each tool does, through the HTTP API's own code: the same look-up of the caller's workspace
+(``workspace_key``), the same
 route functions, the same commit path. A tool is a thin adapter, so MCP and HTTP cannot disagree.
 
 Each operation runs in a worker thread (the coordinator and the ledger are synchronous) and returns a JSON
@@ -15,7 +16,7 @@ from typing import Any
 from starlette.responses import Response
 
 from caseboard.api import routes_read, routes_write
-from caseboard.api.auth import Caller, visible
+from caseboard.api.auth import Caller, workspace_key
 from caseboard.api.errors import ApiError
 from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
@@ -85,8 +86,8 @@ def read_timeline(svc: Services, who: Caller, args: a.WorkspaceArgument) -> dict
 
 
 def changes_since(svc: Services, who: Caller, args: a.ChangesSince) -> dict[str, Any]:
-    visible(svc, who, args.workspace_id)
-    head = svc.app.ledger.head(args.workspace_id)
+    key = workspace_key(svc, who, args.workspace_id)
+    head = svc.app.ledger.head(key)
     if args.after > head:
         return refusal(
             Reason.INVALID,
@@ -94,7 +95,7 @@ def changes_since(svc: Services, who: Caller, args: a.ChangesSince) -> dict[str,
             field="after",
             current_version=head,
         )
-    commits = svc.app.ledger.read(args.workspace_id, after=args.after, upto=args.after + args.limit)
+    commits = svc.app.ledger.read(key, after=args.after, upto=args.after + args.limit)
     last = commits[-1].version if commits else args.after
     answer: dict[str, Any] = {
         "ok": True,

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 import structlog
 
 from caseboard.domain.commit import Commit
-from caseboard.domain.errors import LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
+from caseboard.domain.errors import AmbiguousWorkspace, LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
+from caseboard.domain.workspace_key import bare, scoped, split
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
 from caseboard.projections.shape import shape_fingerprint
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
@@ -113,6 +114,7 @@ class Workspaces:
         self._locks: dict[str, threading.Lock] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
+        self._located: dict[str, str] = {}  # bare id -> the one key it names, for operators (``locate``)
 
     @contextmanager
     def writing(self, workspace_id: str) -> Iterator[Unit]:
@@ -179,6 +181,53 @@ class Workspaces:
         finally:
             lock.release()
 
+    def cached_key(self, tenant_id: str, workspace_id: str) -> str | None:
+        """``resolve`` from the cache alone, without waiting: None when neither key's opened state is cached."""
+        key = scoped(tenant_id, workspace_id)
+        if self.cached_tenant(key) == tenant_id:
+            return key
+        if self.cached_tenant(workspace_id) == tenant_id:
+            return workspace_id
+        return None
+
+    def resolve(self, tenant_id: str, workspace_id: str, wait_s: float) -> str | None:
+        """The key of the workspace a caller of ``tenant_id`` names ``workspace_id``, or None when the tenant has
+        no such workspace (whatever other tenants have): its own key ``<tenant>/<id>``, else the bare key of a
+        workspace of the operator's namespace (opened on the command line, or before ids were scoped) that is in
+        that tenant (docs/adr/0130). Opening either is refused while the other is open in the tenant; should
+        two openings race, the tenant's own key is the one found, always."""
+        cached = self.cached_key(tenant_id, workspace_id)
+        if cached is not None:
+            return cached
+        for key in (scoped(tenant_id, workspace_id), workspace_id):
+            if self.tenant_of(key, wait_s) == tenant_id:
+                return key
+        return None
+
+    def locate(self, name: str) -> str:
+        """The key of the workspace an operator names: ``<tenant>/<id>``, or a bare id, which is the key of a
+        workspace of the operator's namespace when that exists, else of the one tenant's namespace that has
+        it (``AmbiguousWorkspace`` when several do). A
+        name that no workspace has is returned as its own key: reading it finds an unknown workspace. A bare
+        name found in one tenant is remembered, so a process that submits under it asks the ledger once; a
+        second tenant's opening of that id seen by this process makes it ambiguous again, one made by another
+        process is not seen (name ``<tenant>/<id>`` to be exact: docs/adr/0130)."""
+        if "/" in name:
+            return name
+        cached = self.cached(name)
+        if cached is not None and cached.opened:
+            return name
+        known = self._located.get(name)
+        if known is not None:
+            return known
+        keys = self.ledger.keys_named(name)
+        if name in keys or not keys:
+            return name
+        if len(keys) > 1:
+            raise AmbiguousWorkspace(name, [split(key)[0] or "" for key in keys])
+        self._located[name] = keys[0]
+        return keys[0]
+
     def lock(self, workspace_id: str) -> threading.Lock:
         """Serializes this process's writers of one workspace (the database arbitrates across processes)."""
         with self._guard:
@@ -241,24 +290,25 @@ class Workspaces:
     def landed(self, commit: Commit) -> None:
         """A commit of this process has landed (the caller holds the lock): fold it into the cached state, and
         write a snapshot when one is due."""
-        state = self.current(commit.workspace_id)
+        key = commit.key
+        if commit.version == 1 and self._located.get(commit.workspace_id, key) != key:
+            del self._located[commit.workspace_id]  # a second tenant opened that id: ambiguous from now on
+        state = self.current(key)
         if state.version >= commit.version:
             return  # evicted and reloaded meanwhile, with the commit in it: the snapshot is left for later
         self.reducer.evolve(state, commit)
-        if self.snapshot_due(commit.workspace_id, commit.version):
-            self._snapshotted[commit.workspace_id] = commit.version
+        if self.snapshot_due(key, commit.version):
+            self._snapshotted[key] = commit.version
             try:
                 data = self.reducer.dump(state)
                 shape = shape_fingerprint(type(state))
-                self.ledger.save_snapshot(
-                    commit.workspace_id, self.reducer.name, commit.version, data, commit.hash, shape
-                )
+                self.ledger.save_snapshot(key, self.reducer.name, commit.version, data, commit.hash, shape)
             except LedgerUnavailable as error:
                 # The commit has landed; a snapshot is only a shortcut for later loads. Failing the caller
                 # here would report a committed contribution as failed, so the snapshot is skipped.
-                log.warning("snapshot_skipped", workspace_id=commit.workspace_id, error=str(error))
+                log.warning("snapshot_skipped", workspace_id=key, error=str(error))
             else:
-                log.debug("snapshot_written", workspace_id=commit.workspace_id, workspace_version=commit.version)
+                log.debug("snapshot_written", workspace_id=key, workspace_version=commit.version)
 
     def forget(self, workspace_id: str) -> None:
         self._states.pop(workspace_id, None)
@@ -278,7 +328,7 @@ class Workspaces:
         return chosen.render(self.state_at(workspace_id, version, chosen.name))
 
     def _load(self, workspace_id: str, reducer: Reducer[WorkspaceState], upto: int | None) -> WorkspaceState:
-        state = self._from_snapshot(workspace_id, reducer, upto) or reducer.initial(workspace_id)
+        state = self._from_snapshot(workspace_id, reducer, upto) or reducer.initial(bare(workspace_id))
         for commit in self.ledger.iter_commits(workspace_id, after=state.version, upto=upto):
             reducer.evolve(state, commit)
         return state
@@ -308,14 +358,14 @@ class Workspaces:
         version = snapshot.version
         if snapshot.head_hash is None:
             raise SnapshotRejected(version, "it is not bound to the chain (no head hash)")
-        expected = shape_fingerprint(type(reducer.initial(workspace_id)))
+        expected = shape_fingerprint(type(reducer.initial(bare(workspace_id))))
         if snapshot.shape != expected:
             raise SnapshotRejected(version, f"it was dumped from a state of shape {snapshot.shape}, not {expected}")
         folded_from = self.ledger.read(workspace_id, after=version - 1, upto=version)
         if not folded_from or folded_from[0].hash != snapshot.head_hash:
             raise SnapshotRejected(version, f"the ledger's commit {version} is not the one it was folded from")
         state = reducer.load(snapshot.data)
-        if state.version != version or state.workspace_id != workspace_id:
+        if state.version != version or state.workspace_id != bare(workspace_id):
             raise SnapshotRejected(version, f"it holds version {state.version} of {state.workspace_id!r}")
         if tenant_of(state) != self._opened_in(workspace_id):
             raise SnapshotRejected(version, "its tenant is not the one the chain opened the workspace in")

@@ -94,11 +94,11 @@ def compare_commits(
     workspace_id: str | None = None
     where = source or incident
     for commit in commits:
-        workspace_id = workspace_id or commit.workspace_id
-        if commit.version != versions + 1 or commit.workspace_id != workspace_id:
+        workspace_id = workspace_id or commit.key
+        if commit.version != versions + 1 or commit.key != workspace_id:
             raise DamagedIncident(
                 f"{where} is damaged: its commit {versions + 1} is version {commit.version} of "
-                f"{commit.workspace_id!r} where version {versions + 1} of {workspace_id!r} belongs "
+                f"{commit.key!r} where version {versions + 1} of {workspace_id!r} belongs "
                 f"(a line deleted, moved or foreign); 'caseboard verify {where}' names the first bad version"
             )
         state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)

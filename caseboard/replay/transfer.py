@@ -25,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.items import Id
+from caseboard.domain.workspace_key import scoped, split
 from caseboard.ledger.base import EventsourcingLedger, VersionTaken
 from caseboard.replay.records import decode_batch, file_records, read_ledger
 from caseboard.replay.verify import ChainReport, verify_records
@@ -83,21 +84,25 @@ def import_file(
             f"{path} is not an intact recorded incident: version {report.problem.version} is "
             f"{report.problem.kind} ({report.problem.detail}); nothing was imported"
         )
-    source_id = report.workspace_id or ""
-    target = workspace_id or source_id
+    source_key = report.workspace_id or ""  # the key: <tenant>/<id>, or a legacy bare id (docs/adr/0130)
+    tenant, source_id = split(source_key)
+    target_id = workspace_id or source_id
     try:
-        _ID.validate_python(target)
+        _ID.validate_python(target_id)
     except ValidationError:
-        raise ImportRefused(f"--as {target!r}: a workspace id is letters, digits and ._:/@- (at most 128)") from None
+        raise ImportRefused(f"--as {target_id!r}: a workspace id is letters, digits and ._:/@- (at most 128)") from None
+    if tenant is not None and "/" in target_id:
+        raise ImportRefused(f"--as {target_id!r}: the incident stays in its tenant {tenant!r}; give a bare id")
+    target = target_id if tenant is None else scoped(tenant, target_id)
     if ledger.head(target) != 0:
         raise ImportRefused(f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID")
     commits: Iterator[Commit] = iter(decode_batch(records))
-    if target != source_id:
-        commits = renamed(commits, target)
+    if target != source_key:
+        commits = renamed(commits, target_id)
     recorded = list(commits)
     try:
         ledger.append_many(recorded)
     except VersionTaken:
         raise ImportRefused(f"workspace {target!r} was created while importing; nothing was imported") from None
     head = recorded[-1].hash if recorded else None
-    return Imported(target, len(recorded), report.head_hash, head, target != source_id)
+    return Imported(target, len(recorded), report.head_hash, head, target != source_key)

@@ -36,6 +36,7 @@ from typing import Any
 
 from caseboard.domain.commit import Commit, stored_hash
 from caseboard.domain.errors import UnknownWorkspace
+from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
 from caseboard.reducers import REDUCERS, Reducer, WorkspaceState
 from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
@@ -141,9 +142,9 @@ class ChainChecker:
     def _check(self, commit: Commit, record: RawRecord, present: set[int] | None) -> bool:
         where = record.where
         if self.workspace_id is None:
-            self.workspace_id = commit.workspace_id
-        if commit.workspace_id != self.workspace_id:
-            return self._fail("foreign", f"{where} belongs to {commit.workspace_id!r}, not {self.workspace_id!r}")
+            self.workspace_id = commit.key
+        if commit.key != self.workspace_id:  # the key: a tenant's workspace and another's of that id differ
+            return self._fail("foreign", f"{where} belongs to {commit.key!r}, not {self.workspace_id!r}")
         if commit.version != self.expected:
             if present is not None and self.expected not in present:
                 return self._fail(
@@ -222,7 +223,9 @@ class SnapshotCheck:
             stored = ledger.stored_snapshots(workspace_id, name)
             if stored:
                 self.pending[name] = sorted(stored, key=lambda snapshot: snapshot.version)
-        self.states: dict[str, WorkspaceState] = {name: REDUCERS[name].initial(workspace_id) for name in self.pending}
+        self.states: dict[str, WorkspaceState] = {
+            name: REDUCERS[name].initial(bare(workspace_id)) for name in self.pending
+        }
         self.checked = 0
         self.problem: Problem | None = None
 

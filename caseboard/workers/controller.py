@@ -381,23 +381,24 @@ class Controller:
         if reclaims:
             log.info(
                 "controller_decision",
-                workspace_id=view["workspace_id"],
+                workspace_id=notification.workspace_id,
                 workspace_version=view["workspace_version"],
                 action="reclaim",
                 requests=[r["request_id"] for r in reclaims],
             )
             return reclaims
-        memory = self.memory(view["workspace_id"], view["workspace_version"])
+        workspace = notification.workspace_id  # its key; the view names the bare id (docs/adr/0130)
+        memory = self.memory(workspace, view["workspace_version"])
         found = None
         if view["status"] == "investigating":
-            found = self.followups_at(view["workspace_id"], view["workspace_version"], view["reducer_version"], now)
+            found = self.followups_at(workspace, view["workspace_version"], view["reducer_version"], now)
         decision = decide_next(view, memory, now, self.turn_timeout_s, found)
         key = (view["workspace_version"], decision.action, decision.reason)
-        repeated = self.last.get(view["workspace_id"]) == key  # ticks re-decide the same thing: log it once
-        self.last[view["workspace_id"]] = key
+        repeated = self.last.get(workspace) == key  # ticks re-decide the same thing: log it once
+        self.last[workspace] = key
         (log.debug if repeated else log.info)(
             "controller_decision",
-            workspace_id=view["workspace_id"],
+            workspace_id=workspace,
             workspace_version=view["workspace_version"],
             action=decision.action,
             reason=decision.reason,

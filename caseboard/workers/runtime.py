@@ -22,6 +22,7 @@ from caseboard.domain.contribution import Author, Contribution
 from caseboard.domain.errors import CaseboardError, Reason
 from caseboard.domain.items import Role
 from caseboard.domain.outcome import Accepted, Refused
+from caseboard.domain.workspace_key import bare
 
 log = structlog.get_logger("caseboard.workers")
 
@@ -97,14 +98,14 @@ def act(
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:16]
         contribution = Contribution.model_validate(
             {
-                "workspace_id": notification.workspace_id,
+                "workspace_id": bare(notification.workspace_id),  # a notification names the key
                 "author": Author(principal=participant.principal, role=participant.role),
                 "expected_version": view["workspace_version"],
                 "idempotency_key": f"{participant.principal}/{notification.id}/{digest}",
                 "items": items,
             }
         )
-        outcome = coordinator.submit(contribution)
+        outcome = coordinator.submit(contribution, notification.workspace_id)
         if isinstance(outcome, Accepted):
             outcomes.append(outcome)
             log.info(

@@ -81,7 +81,7 @@ def test_submissions_across_a_killed_server_each_land_once(postgres_url: str) ->
     assert failures == []
     ledger = open_ledger(postgres_url)
     try:
-        commits = ledger.read("ws-kill")
+        commits = ledger.read("tenant-a/ws-kill")
     finally:
         ledger.close()
     landed = [commit.items[0].id for commit in commits[1:]]  # type: ignore[union-attr]

@@ -149,7 +149,7 @@ def test_a_server_serves_again_within_seconds_after_each_database_crash_under_lo
     ledger = open_ledger(database.url)
     try:
         for n in range(CLIENTS):
-            commits = ledger.read(f"ws-{n}")
+            commits = ledger.read(f"tenant-a/ws-{n}")
             assert [c.version for c in commits] == list(range(1, len(commits) + 1))
             landed = {item.id: commit.version for commit in commits for item in commit.items if hasattr(item, "id")}
             for obs_id, version in load.acknowledged[n].items():
@@ -241,16 +241,16 @@ def test_reading_a_ledger_s_rows_while_the_database_is_down_is_unavailable_whate
         assert answer.status_code == 201, answer.text
     ledger = open_ledger(database.url)
     try:
-        assert [c.version for c in read_ledger(ledger, "ws-rows")] == [1, 2]
+        assert [c.version for c in read_ledger(ledger, "tenant-a/ws-rows")] == [1, 2]
         database.stop("immediate")
         for _ in range(4):
             with pytest.raises(LedgerUnavailable):
-                list(read_ledger(ledger, "ws-rows"))
+                list(read_ledger(ledger, "tenant-a/ws-rows"))
         database.start()
         deadline = time.monotonic() + RECOVERY_S
         while True:
             try:
-                assert [c.version for c in read_ledger(ledger, "ws-rows")] == [1, 2]
+                assert [c.version for c in read_ledger(ledger, "tenant-a/ws-rows")] == [1, 2]
                 break
             except LedgerUnavailable:
                 assert time.monotonic() < deadline, "the ledger was not read again after the database's return"

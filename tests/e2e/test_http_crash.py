@@ -76,11 +76,11 @@ def test_a_server_killed_under_load_loses_no_acknowledged_commit(postgres_url: s
     ledger = open_ledger(postgres_url)
     try:
         for n in range(CLIENTS):
-            commits = ledger.read(f"ws-{n}")
+            commits = ledger.read(f"tenant-a/ws-{n}")
             assert [c.version for c in commits] == list(range(1, len(commits) + 1))
             landed = {commit.items[0].id: commit.version for commit in commits[1:]}  # type: ignore[union-attr]
             assert {obs: landed.get(obs) for obs in acknowledged[n]} == acknowledged[n]
             assert len(landed) - len(acknowledged[n]) in (0, 1)  # at most the one in flight, unanswered
-            assert verify_ledger(ledger, f"ws-{n}").intact
+            assert verify_ledger(ledger, f"tenant-a/ws-{n}").intact
     finally:
         ledger.close()

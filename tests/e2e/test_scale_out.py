@@ -124,7 +124,7 @@ def test_two_servers_and_two_workers_share_one_ledger_and_one_broker(cluster: Cl
     try:
         reducer = get_reducer()
         for workspace_id in ids:
-            commits = ledger.read(workspace_id)
+            commits = ledger.read(f"{TENANT}/{workspace_id}")  # its tenant's key (docs/adr/0130)
             total += len(commits)
             assert [c.version for c in commits] == list(range(1, len(commits) + 1))
             observed = [item.id for c in commits for item in c.items if item.type == "observation"]

@@ -116,7 +116,7 @@ def test_http_health_is_the_ledgers_figures_for_the_keys_tenant_only(server: Run
     assert answered.status_code == 200
     body = answered.json()
     assert body["workspace_version"] == 2 and body["meaning"] == FIGURES
-    assert body == {**ledger_health(server.app.ledger, "ws-health"), "meaning": FIGURES}
+    assert body == {**ledger_health(server.app.ledger, "tenant-a/ws-health"), "meaning": FIGURES}
     assert reader.get("/workspaces/ws-health/health", params={"version": 1}).json()["workspace_version"] == 1
     beyond = reader.get("/workspaces/ws-health/health", params={"version": 9})
     assert beyond.status_code == 422 and beyond.json()["reason"] == "invalid"
@@ -140,6 +140,6 @@ def test_http_tenant_health_sums_the_keys_tenants_workspaces_only(server: Runnin
     assert body_a["outstanding_work"]["awaiting_result"] == 0
     assert body_a["refusals_by_reason"] == "not instrumented"
     body_b = planner_b.get("/tenant/health").json()
-    expected = tenant_health([ledger_health(server.app.ledger, "ws-health-b")])
+    expected = tenant_health([ledger_health(server.app.ledger, "tenant-b/ws-health-b")])
     assert body_b == {"tenant_id": "tenant-b", **expected, "meaning": FIGURES}
     assert server.client("not-a-key").get("/tenant/health").status_code == 401

@@ -187,7 +187,7 @@ def test_a_deeply_nested_judgment_output_is_invalid(server: RunningServer, depth
     output = b'{"x":' * (depth - 1) + b"{}" + b"}" * (depth - 1)
     body = assert_refused(post_raw(client, text.replace(b'"OUTPUT"', output)), 422, "invalid", field)
     assert (str(MAX_DEPTH) if field != "$" else "recursion limit") in body["message"]
-    assert server.app.ledger.head("ws-a") == 1
+    assert server.app.ledger.head("tenant-a/ws-a") == 1
 
 
 def test_a_judgment_output_at_the_depth_limit_is_stored_as_submitted(server: RunningServer) -> None:
@@ -197,7 +197,7 @@ def test_a_judgment_output_at_the_depth_limit_is_stored_as_submitted(server: Run
         output = {"x": output}
     answer = client.post(PATH, json={"items": [judgment(output)]})
     assert answer.status_code == 201, answer.text
-    (commit,) = server.app.ledger.read("ws-a", after=1)
+    (commit,) = server.app.ledger.read("tenant-a/ws-a", after=1)
     assert commit.items[0].output == output  # type: ignore[union-attr]
 
 
@@ -234,7 +234,7 @@ def test_values_of_the_wrong_json_type_are_refused_not_coerced(
     client = server.as_("spec", "specialist")
     answer = client.post(PATH, json={**envelope, "items": [observation("o-1")]})
     assert_refused(answer, 422, "invalid", field)
-    assert server.app.ledger.head("ws-a") == 1
+    assert server.app.ledger.head("tenant-a/ws-a") == 1
 
 
 @pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
@@ -242,7 +242,7 @@ def test_numbers_json_cannot_carry_are_refused_not_stored_as_null(server: Runnin
     client = server.as_("plan", "planner")
     text = json.dumps({"items": [judgment({"score": "SCORE"})]}).encode().replace(b'"SCORE"', number)
     assert_refused(post_raw(client, text), 422, "invalid", "items[0].output")
-    assert server.app.ledger.head("ws-a") == 1
+    assert server.app.ledger.head("tenant-a/ws-a") == 1
 
 
 def test_a_strictly_valid_submission_is_still_accepted_with_an_iso_timestamp(server: RunningServer) -> None:

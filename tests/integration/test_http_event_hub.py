@@ -114,8 +114,8 @@ def test_many_subscribers_of_one_workspace_get_every_commit_once_in_order_while_
         async with httpx.AsyncClient(base_url=pg_server.base_url, headers=headers, limits=limits, timeout=60) as client:
             streams = [asyncio.create_task(subscribe(client, ids)) for ids in seen]
             deadline = time.monotonic() + 30
-            while hub.subscribers("ws-many") < SUBSCRIBERS:
-                assert time.monotonic() < deadline, f"{hub.subscribers('ws-many')} of {SUBSCRIBERS} subscribed"
+            while hub.subscribers("tenant-a/ws-many") < SUBSCRIBERS:
+                assert time.monotonic() < deadline, f"{hub.subscribers('tenant-a/ws-many')} of {SUBSCRIBERS} subscribed"
                 await asyncio.sleep(0.02)
             followed, listening, reads = hub.followed, hub.listening, hub.reads
             barrier = threading.Barrier(WRITERS)
@@ -151,7 +151,7 @@ def test_a_subscriber_joining_behind_the_follower_gets_the_missed_commits_then_t
         assert answer.status_code == 201, answer.text
 
     early = Stream(watcher, "ws-late", after=1, until=8)
-    eventually(lambda: hub.subscribers("ws-late") == 1, "the first stream subscribed")
+    eventually(lambda: hub.subscribers("tenant-a/ws-late") == 1, "the first stream subscribed")
     for n in range(2, 7):
         commit(n)
     eventually(lambda: early.ids[-1:] == [6], "the first stream got the commits up to 6")
@@ -159,7 +159,7 @@ def test_a_subscriber_joining_behind_the_follower_gets_the_missed_commits_then_t
     late = server.client(server.token("late-watcher", "controller"))
     behind = Stream(late, "ws-late", after=2, until=8)
     eventually(lambda: behind.ids[-1:] == [6], "the late stream caught up with the follower")
-    assert hub.followed == 1 and hub.subscribers("ws-late") == 2
+    assert hub.followed == 1 and hub.subscribers("tenant-a/ws-late") == 2
     assert hub.catch_up_reads > catch_up_reads  # read from the ledger by the late stream itself
     for n in range(7, 9):
         commit(n)
@@ -175,7 +175,10 @@ def test_each_workspace_has_one_follower_for_all_its_streams_and_none_once_they_
         open_workspace(pg_server, workspace_id)
     watcher = pg_server.client(pg_server.token("watcher", "controller"))
     streams = {ws: [Stream(watcher, ws, after=1, until=2) for _ in range(3)] for ws in ("ws-a", "ws-b")}
-    eventually(lambda: hub.subscribers("ws-a") == 3 and hub.subscribers("ws-b") == 3, "six streams subscribed")
+    eventually(
+        lambda: hub.subscribers("tenant-a/ws-a") == 3 and hub.subscribers("tenant-a/ws-b") == 3,
+        "six streams subscribed",
+    )
     assert hub.followed == 2
     specialist = pg_server.as_("log-specialist", "specialist")
     for workspace_id in ("ws-a", "ws-b"):

@@ -271,6 +271,37 @@ BAD_ARGUMENTS: list[tuple[str, Any, str]] = [
 ]
 
 
+def test_two_tenants_each_open_and_list_their_own_workspace_of_one_id(served: tuple[ServeProcess, str]) -> None:
+    """docs/adr/0130: a workspace's identity is (tenant, id), through the tools as over HTTP."""
+    server, url = served
+    ws = "ws-in-both-tenants"
+    keys = {tenant: token(url, f"op-{tenant}", "operator", tenant=tenant) for tenant in ("tenant-a", "tenant-b")}
+
+    async def scenario() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for tenant, key in keys.items():
+            async with over_http(server.base_url, key) as client:
+                assert (await call(client, "submit", open_arguments(ws, tenant=tenant)))["ok"]
+                again = await call(client, "submit", open_arguments(ws, tenant=tenant))
+                assert again["reason"] == "workspace_exists"
+        for tenant, key in keys.items():
+            async with over_http(server.base_url, key) as client:
+                listed = await call(client, "list_workspaces", {})
+                read = await call(client, "read_workspace", {"workspace_id": ws})
+                changes = await call(client, "changes_since", {"workspace_id": ws, "after": 0})
+                seen[tenant] = (listed, read, changes)
+        return seen
+
+    seen = anyio.run(scenario)
+    for tenant, other in (("tenant-a", "tenant-b"), ("tenant-b", "tenant-a")):
+        listed, read, changes = seen[tenant]
+        mine = [w for w in listed["workspaces"] if w["workspace_id"] == ws]
+        assert len(mine) == 1 and mine[0]["scope"]["tenant_id"] == tenant
+        assert read["projection"]["scope"]["tenant_id"] == tenant
+        assert changes["workspace_id"] == ws and changes["current_version"] == 1
+        assert other not in json.dumps([listed, read, changes])
+
+
 def test_bad_arguments_of_every_kind_get_a_structured_refusal(served: tuple[ServeProcess, str]) -> None:
     server, url = served
     operator = token(url, "op-bad", "operator")

@@ -66,7 +66,7 @@ def test_the_health_figures_are_summed_over_the_ledger_and_follow_new_commits(se
     assert planner.post(base, json={"items": [request]}).status_code == 201
     second = samples(httpx.get(f"{server.base_url}/metrics").text)
     assert second[("caseboard_outstanding_work", (("state", "awaiting_result"),))] == 1
-    reports = [ledger_health(server.app.ledger, ws) for ws in ("ws-metrics-a", "ws-metrics-b")]
+    reports = [ledger_health(server.app.ledger, ws) for ws in ("tenant-a/ws-metrics-a", "tenant-b/ws-metrics-b")]
     summed = tenant_health(reports)
     for change, count in summed["invalidations"]["by_change"].items():
         assert second[("caseboard_proposal_invalidations_total", (("change", change),))] == count

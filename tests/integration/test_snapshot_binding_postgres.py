@@ -30,6 +30,7 @@ def _logging_back_to_defaults() -> Iterator[None]:
 
 
 WS = "ws-snap"
+KEY = f"tenant-a/{WS}"  # the key its tenant's opening stores it under (docs/adr/0130)
 GOAL = "Find the failure mechanism"
 
 
@@ -84,12 +85,12 @@ def edit_latest(postgres_url: str, *, reseal: bool, **changes: object) -> int:
 def test_an_untouched_ledger_and_its_snapshots_verify(snapshotted: str) -> None:
     ledger = open_ledger(snapshotted)
     try:
-        report = verify_ledger(ledger, WS)
+        report = verify_ledger(ledger, KEY)
         assert report.intact, report.line()
         assert report.snapshots == len(rows(snapshotted))
         envelope = json.loads(rows(snapshotted)[-1][2])
-        commit = ledger.read(WS, after=envelope["version"] - 1, upto=envelope["version"])[0]
-        assert (envelope["workspace_id"], envelope["head_hash"]) == (WS, commit.hash)
+        commit = ledger.read(KEY, after=envelope["version"] - 1, upto=envelope["version"])[0]
+        assert (envelope["workspace_id"], envelope["head_hash"]) == (KEY, commit.hash)
     finally:
         ledger.close()
 
@@ -110,10 +111,10 @@ def test_a_snapshot_moved_to_another_tenant_changes_nothing_a_fresh_server_serve
         assert (shown.json()["goal"], shown.json()["scope"]["tenant_id"]) == (GOAL, "tenant-a")
         assert shown.json()["workspace_version"] == 12
     rejected = [e for e in logs if e["event"] == "snapshot_rejected"]
-    assert rejected and rejected[0]["version"] == version and rejected[0]["workspace_id"] == WS
+    assert rejected and rejected[0]["version"] == version and rejected[0]["workspace_id"] == KEY
     ledger = open_ledger(snapshotted)
     try:
-        report = verify_ledger(ledger, WS)
+        report = verify_ledger(ledger, KEY)
         assert report.problem is not None
         kind = "snapshot_diverged" if reseal else "snapshot_altered"
         assert (report.problem.version, report.problem.kind) == (version, kind)
@@ -130,7 +131,7 @@ def test_a_whitespace_edit_of_a_snapshot_is_caught_and_the_state_folded_from_the
         )
     ledger = open_ledger(snapshotted)
     try:
-        report = verify_ledger(ledger, WS)
+        report = verify_ledger(ledger, KEY)
         assert report.problem is not None and report.problem.kind == "snapshot_altered"
     finally:
         ledger.close()
@@ -157,7 +158,7 @@ def test_a_snapshot_of_another_chain_is_not_used(snapshotted: str) -> None:
         assert fresh.as_("reader-a", "specialist").get(f"/workspaces/{WS}").json()["goal"] == GOAL
     ledger = open_ledger(snapshotted)
     try:
-        report = verify_ledger(ledger, WS)
+        report = verify_ledger(ledger, KEY)
         assert report.problem is not None and report.problem.kind == "snapshot_unbound"
     finally:
         ledger.close()

@@ -155,3 +155,25 @@ def test_every_decision_is_logged_with_its_reason() -> None:
     assert entry["action"] == "cycle"
     assert entry["reason"] == "scheduling planner-1"
     assert entry["workspace_version"] == 1
+
+
+def test_the_controller_drives_a_tenants_workspace_by_the_key_its_notification_names() -> None:
+    """docs/adr/0130: a workspace opened in a tenant's namespace is read by its key, written to by its id."""
+    from caseboard.dispatcher.route import route
+    from caseboard.workers.controller import Controller
+    from caseboard.workers.runtime import act
+
+    coordinator = Coordinator(open_ledger("memory://"), clock=lambda: NOW)
+    line = json.dumps(
+        {"workspace_id": "ws-c", "author": {"principal": "op", "role": "operator"}, "items": [open_item(3)]}
+    )
+    assert coordinator.submit(parse_contribution(line), "tenant-a/ws-c")["ok"]
+    assert coordinator.ledger.head("ws-c") == 0
+    controller = Controller(coordinator.ledger, clock=lambda: NOW)
+    commit = coordinator.ledger.read("tenant-a/ws-c")[0]
+    [notice] = [n for n in route(commit, coordinator.workspaces.state_at("tenant-a/ws-c")) if n.audience == "snapshot"]
+    assert notice.workspace_id == "tenant-a/ws-c"
+    [outcome] = act(coordinator, controller, notice)
+    assert outcome.workspace_version == 2
+    cycle = coordinator.ledger.read("tenant-a/ws-c", after=1)[0]
+    assert (cycle.tenant_id, cycle.workspace_id, cycle.items[0].type) == ("tenant-a", "ws-c", "cycle")
