@@ -34,7 +34,8 @@ log = structlog.get_logger("caseboard.coordinator")
 MAX_ATTEMPTS = 1000
 SUMMARY_LIMIT = 50
 LOCK_WAIT_S = 5.0
-"""The longest an opening waits for another writer of this process of the legacy workspace it checks."""
+"""The longest an opening waits for this process's other writers of the workspace of that id in the other
+namespace, which it checks is not open in its tenant (``_one_per_tenant``)."""
 
 
 def _opening(contribution: Contribution) -> it.Open | None:

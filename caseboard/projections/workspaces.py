@@ -207,15 +207,12 @@ class Workspaces:
     def locate(self, name: str) -> str:
         """The key of the workspace an operator names: ``<tenant>/<id>``, or a bare id, which is the key of a
         workspace of the operator's namespace when that exists, else of the one tenant's namespace that has
-        it (``AmbiguousWorkspace`` when several do). A
-        name that no workspace has is returned as its own key: reading it finds an unknown workspace. A bare
-        name found in one tenant is remembered, so a process that submits under it asks the ledger once; a
-        second tenant's opening of that id seen by this process makes it ambiguous again, one made by another
-        process is not seen (name ``<tenant>/<id>`` to be exact: docs/adr/0130)."""
-        if "/" in name:
-            return name
-        cached = self.cached(name)
-        if cached is not None and cached.opened:
+        it (``AmbiguousWorkspace`` when several do). A name that no workspace has is returned as its own key:
+        reading it finds an unknown workspace. A bare name found in one tenant is remembered, so a process
+        that submits under it asks the ledger once; a second tenant's opening of that id seen by this process
+        makes it ambiguous again, one made by another process is not seen (name ``<tenant>/<id>`` to be
+        exact: docs/adr/0130)."""
+        if "/" in name or self.cached_tenant(name) is not None:
             return name
         known = self._located.get(name)
         if known is not None:
@@ -292,7 +289,7 @@ class Workspaces:
         write a snapshot when one is due."""
         key = commit.key
         if commit.version == 1 and self._located.get(commit.workspace_id, key) != key:
-            del self._located[commit.workspace_id]  # a second tenant opened that id: ambiguous from now on
+            self._located.pop(commit.workspace_id, None)  # a second tenant opened that id: ambiguous from now on
         state = self.current(key)
         if state.version >= commit.version:
             return  # evicted and reloaded meanwhile, with the commit in it: the snapshot is left for later
