@@ -161,8 +161,7 @@ class LedgerHealth(Collector):
         with self._lock:
             if not self.refresh():
                 raise LedgerUnavailable("the ledger could not be read for the tenant's health; retry")
-            opened = self.catalog.keys.items() if self.catalog is not None else ()
-            keys = [key for (tenant, _), key in opened if tenant == tenant_id]
+            keys = self.catalog.keys_of(tenant_id) if self.catalog is not None else []
             reports = [self.folds[key].report() for key in keys if key in self.folds and self.folds[key].version]
         return tenant_health(reports)
 

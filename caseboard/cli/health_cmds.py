@@ -74,8 +74,8 @@ def deployment_health(app: App) -> dict[str, Any]:
     catalog = Catalog(open_outbox(app.ledger))
     catalog.refresh()
     tenants = {}
-    for tenant, workspace_ids in sorted(catalog.tenants.items()):
-        tenants[tenant] = tenant_health(ledger_health(app.ledger, catalog.keys[(tenant, ws)]) for ws in workspace_ids)
+    for tenant in sorted(catalog.tenants):
+        tenants[tenant] = tenant_health(ledger_health(app.ledger, key) for key in catalog.keys_of(tenant))
     return {"tenants": tenants, "meaning": FIGURES}
 
 

@@ -18,7 +18,7 @@ from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refusal, UnknownWorkspace
 from caseboard.domain.outcome import Outcome, Refused
-from caseboard.domain.workspace_key import bare
+from caseboard.domain.workspace_key import bare, tenant_part
 from caseboard.projections.freshness import stale_now_line
 from caseboard.projections.timeline import timeline
 from caseboard.reducers import GROUP, RELEASED
@@ -100,7 +100,7 @@ def submit_line(coordinator: Coordinator, workspace: str, line: str) -> Outcome:
     is not UTF-8, not a contribution, or names another workspace. ``workspace``: an id (the operator's
     namespace, or the one tenant's that has it: ``Coordinator.key_of``), or ``TENANT/ID``, a workspace of
     that tenant's namespace, which a line opens or contributes to (docs/adr/0130)."""
-    key = workspace if "/" in workspace else None
+    key = workspace if tenant_part(workspace) is not None else None
     workspace_id = bare(workspace)
     if not line.isascii() and not _is_utf8(line):
         return _refused_here(

@@ -42,6 +42,10 @@ class Catalog:
                 if len(entries) < BATCH:
                     return
 
+    def keys_of(self, tenant_id: str) -> list[str]:
+        """The keys of the tenant's workspaces as last refreshed, in id order (the health folds' names)."""
+        return [self.keys[(tenant_id, workspace_id)] for workspace_id in self.tenants.get(tenant_id, [])]
+
     def of_tenant(self, tenant_id: str, *, after: str | None, limit: int) -> list[str]:
         """At most ``limit`` workspace ids of the tenant, in id order, after ``after``."""
         self.refresh()

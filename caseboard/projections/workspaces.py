@@ -27,7 +27,7 @@ import structlog
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import AmbiguousWorkspace, LedgerUnavailable, UnknownWorkspace, VersionOutOfRange
-from caseboard.domain.workspace_key import bare, scoped, split
+from caseboard.domain.workspace_key import bare, scoped, tenant_part
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
 from caseboard.projections.shape import shape_fingerprint
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
@@ -212,7 +212,7 @@ class Workspaces:
         that submits under it asks the ledger once; a second tenant's opening of that id seen by this process
         makes it ambiguous again, one made by another process is not seen (name ``<tenant>/<id>`` to be
         exact: docs/adr/0130)."""
-        if "/" in name or self.cached_tenant(name) is not None:
+        if tenant_part(name) is not None or self.cached_tenant(name) is not None:
             return name
         known = self._located.get(name)
         if known is not None:
@@ -221,7 +221,7 @@ class Workspaces:
         if name in keys or not keys:
             return name
         if len(keys) > 1:
-            raise AmbiguousWorkspace(name, [split(key)[0] or "" for key in keys])
+            raise AmbiguousWorkspace(name, [tenant_part(key) or "" for key in keys])
         self._located[name] = keys[0]
         return keys[0]
 
