@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from caseboard.domain.items import MAX_TEXT
-from caseboard.reducers import CURRENT, get_reducer
+from caseboard.reducers import CURRENT, REDUCERS, get_reducer
 from caseboard.workers.controller import POINT_LIMIT, ControllerDecision, CycleMemory, decide_next, handoff
 from caseboard.workers.followups import REST_LIMIT, Followups, followups
 from caseboard.workers.runtime import bounded_view
@@ -58,6 +60,15 @@ def test_a_confirmed_explanation_beside_a_refuted_alternative_goes_to_human_revi
     assert status["handoff"].startswith("Confirmed: h-capacity. Refuted: h-cert. Unresolved: ")
     board.ok("controller", list(decision.items), "controller")
     assert board.show()["status"] == "human_review_required"
+
+
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_every_reducer_shows_a_verdict_as_the_status_of_its_hypothesis(name: str) -> None:
+    board = explained(("h-cert", "refuted"), ("h-capacity", "confirmed"))
+    reducer = get_reducer(name)
+    state = reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id))
+    statuses = {h["id"]: h["status"] for h in reducer.render(state)["hypotheses"]}
+    assert statuses == {"h-cert": "refuted", "h-capacity": "confirmed"}
 
 
 def test_refuted_claims_alone_are_no_explanation_to_review() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from caseboard.reducers import REDUCERS, get_reducer
 from tests.unit.board import (
     T0,
     Board,
@@ -157,6 +158,7 @@ def test_a_claim_under_another_principals_live_lease_is_lease_held() -> None:
     board.clock.advance(59)
     outcome = refused(board, "lease_held", "specialist", [claim("req-1")], "specialist-2")
     assert outcome["lease_expires_at"].startswith("2026-03-02T14:01:00")
+    assert outcome["field"] == "items[0].request_id"
 
 
 def test_a_lapsed_lease_lets_a_new_claim_take_over_with_the_next_generation() -> None:
@@ -261,6 +263,23 @@ def test_proposals_are_bounded_by_max_proposals() -> None:
     board.ok("planner", [proposal("prop-2", 1)])
 
 
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_a_withdrawn_or_revised_proposal_is_final_and_leaves_the_active_count_in_every_reducer(name: str) -> None:
+    board = opened()
+    board.ok("planner", [proposal("prop-1", 1), proposal("prop-2", 1)])
+    board.ok("planner", [review("prop-1", "withdrawn")])
+    board.ok("planner", [review("prop-2", "revised")])
+    board.ok("planner", [proposal("prop-3", 1)])
+    reducer = get_reducer(name)
+    view = reducer.render(reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id)))
+    assert view["counters"]["active_proposals"] == 1
+    assert {p["id"]: p["status"] for p in view["proposals"]} == {
+        "prop-1": "withdrawn",
+        "prop-2": "revised",
+        "prop-3": "current",
+    }
+
+
 def test_pending_work_is_bounded_by_max_pending_work() -> None:
     board = opened(max_pending_work=1)
     generation = claimed(board)
@@ -362,6 +381,19 @@ def test_a_challenge_displaces_supporting_evidence_and_escalates_only_when_nothi
     assert board.show()["status"] == "human_review_required"
 
 
+def test_a_contradiction_with_no_room_beside_hypotheses_escalates_naming_the_evidence() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("planner", [hyp("hyp-1"), hyp("hyp-2")])
+    board.ok("specialist", [obs("obs-1")])
+    assert board.observation("obs-1")["selected"] is False
+    outcome = board.ok("planner", [link("obs-1", "hyp-1", "challenges")])
+    escalated = outcome["items"][0]["escalated"]
+    assert escalated["to"] == "human_review_required"
+    assert escalated["reason"] == "contradicting evidence 'obs-1' does not fit within max_selected_items"
+    assert outcome["items"][0]["not_selected"] == [{"id": "obs-1", "reason": "max_selected_items reached; escalated"}]
+    assert board.show()["status"] == "human_review_required"
+
+
 def test_a_challenge_that_fits_is_selected_rather_than_dropped() -> None:
     board = opened(max_selected_items=5)
     board.ok("specialist", [obs("obs-1")])
@@ -382,6 +414,19 @@ def test_deselecting_a_contradiction_of_a_selected_hypothesis_is_refused() -> No
     assert outcome["field"] == "items[0].deselect[0]"
     board.ok("controller", [selection(deselect=("obs-1",))])
     board.ok("controller", [selection(deselect=("hyp-1", "obs-2"))])
+
+
+def test_selecting_a_derived_summary_again_at_capacity_is_allowed_since_it_does_not_count() -> None:
+    board = opened(max_selected_items=1)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("reporter", [obs("sum-1", derived_from=["obs-1"])])
+    board.ok("controller", [selection(deselect=("sum-1",))])
+    assert board.show()["selected_items"]["derived_summaries"] == []
+    outcome = board.ok("controller", [selection(select=("sum-1",))])
+    assert outcome["items"][0]["selected"] == ["sum-1"]
+    projection = board.show()
+    assert projection["selected_items"]["derived_summaries"] == ["sum-1"]
+    assert projection["counters"]["selected_items"] == 1
 
 
 def test_a_selection_beyond_capacity_is_refused() -> None:
