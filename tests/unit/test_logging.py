@@ -61,6 +61,7 @@ def test_each_commit_logs_exactly_one_commit_recorded_event_with_its_position() 
     assert all(e["workspace_id"] == "ws-1" for e in recorded)
     authors = ["operator-1", "specialist-1", "planner-1", "planner-1", "specialist-1"]
     assert [e["author"] for e in recorded] == authors
+    assert [e["role"] for e in recorded] == ["operator", "specialist", "planner", "planner", "specialist"]
     assert [e["item_types"] for e in recorded] == [
         ["open"],
         ["observation"],

@@ -255,6 +255,16 @@ def test_questions_within_one_contribution_count_against_the_limit() -> None:
     assert outcome["field"] == "items[2]"
 
 
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_an_open_question_about_a_hypothesis_is_shown_under_it_in_every_reducer(name: str) -> None:
+    board = opened()
+    board.ok("planner", [hyp("hyp-1"), question("q-1", about="hyp-1"), question("q-2")])
+    reducer = get_reducer(name)
+    view = reducer.render(reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id)))
+    [selected] = view["selected_items"]["hypotheses"]
+    assert (selected["id"], selected["open_questions"]) == ("hyp-1", ["which hosts were affected?"])
+
+
 def test_proposals_are_bounded_by_max_proposals() -> None:
     board = opened(max_proposals=1)
     board.ok("planner", [proposal("prop-1", 1)])
@@ -542,6 +552,10 @@ def test_only_an_operator_accepts_and_only_with_expected_version_and_only_while_
     refused(board, "forbidden", "planner", [review("prop-1", "accepted")], expected_version=board.head)
     outcome = refused(board, "invalid", "operator", [review("prop-1", "accepted")])
     assert outcome["field"] == "expected_version"
+    assert (
+        "accepting a proposal requires expected_version: acceptance is decided on a known version"
+        in (outcome["message"])
+    )
     board.ok("specialist", [obs("obs-2")])
     board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
     refused(board, "invalid", "operator", [review("prop-1", "accepted")], expected_version=board.head)

@@ -54,6 +54,10 @@ def test_an_operators_workspace_is_found_in_its_tenant_and_blocks_that_tenant_on
     assert workspaces.resolve("b", "ws", 1.0) is None
     refused = submit(coordinator, opening("a"), "a/ws")
     assert isinstance(refused, Refused) and refused.reason.value == "workspace_exists"
+    assert (refused.field, refused.message) == (
+        "items[0]",
+        "workspace 'ws' is already open in tenant 'a'; choose another workspace id",
+    )
     assert isinstance(submit(coordinator, opening("b"), "b/ws"), Accepted)
     again = submit(coordinator, opening("b"))  # the operator's namespace has ws already
     assert isinstance(again, Refused) and again.reason.value == "workspace_exists"
@@ -71,6 +75,7 @@ def test_a_key_must_name_the_contributions_workspace_and_an_opening_its_scopes_t
     assert isinstance(wrong_id, Refused) and (wrong_id.reason.value, wrong_id.field) == ("invalid", "workspace_id")
     wrong_tenant = submit(coordinator, opening("a"), "b/ws")
     assert isinstance(wrong_tenant, Refused) and wrong_tenant.reason.value == "forbidden"
+    assert wrong_tenant.field == "items[0].scope.tenant_id"
     assert coordinator.ledger.keys_named("ws") == []
 
 
