@@ -4,6 +4,7 @@ stored as: its characters counted as written (no spaces, non-ASCII as itself), i
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -45,3 +46,9 @@ def test_nesting_up_to_the_bound_is_kept_and_one_level_more_is_refused() -> None
     with pytest.raises(ValueError, match="nests more than"):
         bounded_json({"k": lists}, 10_000)  # a list inside counts as a level too
     assert bounded_json({"k": "[" * (MAX_DEPTH + 5)}, 10_000)  # brackets in a string are no nesting
+
+
+def test_a_value_too_deep_for_the_encoder_is_refused_with_the_same_words() -> None:
+    with pytest.raises(ValueError) as refused:
+        bounded_json(nested(sys.getrecursionlimit() * 2), 10**9)
+    assert str(refused.value) == f"nests more than {MAX_DEPTH} levels of arrays and objects; at most {MAX_DEPTH}"

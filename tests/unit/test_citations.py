@@ -64,5 +64,42 @@ def test_a_lines_range_may_start_at_line_1_and_a_bytes_range_at_byte_0() -> None
             Span.checked(unit, first, 3)  # type: ignore[arg-type]
 
 
+def test_a_range_refused_says_where_its_unit_counts_from() -> None:
+    with pytest.raises(ValueError) as lines:
+        Span.checked("lines", 0, 3)
+    assert str(lines.value) == "lines range 0-3: expected A-B with 1 <= A <= B (lines count from 1, both ends included)"
+    with pytest.raises(ValueError) as bytes_:
+        Span.checked("bytes", 5, 4)
+    assert (
+        str(bytes_.value) == "bytes range 5-4: expected A-B with 0 <= A <= B (bytes count from 0, both ends included)"
+    )
+
+
 def test_none_is_no_citation() -> None:
     assert parse_citation(None) is None
+
+
+def test_an_object_citation_refused_names_its_part_and_the_problem_in_plain_words() -> None:
+    artifact = "sha256:" + "a" * 64
+    expected = {
+        json.dumps({"artifact": artifact, "lines": [0, 3]}): (
+            "citation: lines range 0-3: expected A-B with 1 <= A <= B (lines count from 1, both ends included)"
+        ),
+        json.dumps({"artifact": "nope", "lines": [1, 3]}): (
+            "citation.artifact: String should match pattern '^sha256:[0-9a-f]{64}$'"
+        ),
+    }
+    for ref, problem in expected.items():
+        line = json.dumps(
+            {
+                "workspace_id": "w",
+                "author": {"principal": "s", "role": "specialist"},
+                "items": [obs("o-1", evidence_ref=json.loads(ref))],
+            }
+        )
+        with pytest.raises(Refusal) as refused:
+            parse_contribution(line)
+        assert (refused.value.field, str(refused.value)) == (
+            "items[0].evidence_ref",
+            f"items[0].evidence_ref: {problem}",
+        )

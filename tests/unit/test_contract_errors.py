@@ -417,6 +417,7 @@ def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
             {"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [hypothesis]}
         )
     assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].supporting_evidence")
+    assert str(refused.value) == "items[0].supporting_evidence: at most 256 entries, got 257"
     judgment = {
         "type": "judgment",
         "invocation_id": "i",
@@ -430,3 +431,9 @@ def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
         parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [judgment]})
     assert refused.value.field == "items[0].output"
     assert "65536" in refused.value.message
+
+
+def test_text_that_is_not_json_is_refused_with_the_parsers_own_words() -> None:
+    with pytest.raises(Refusal) as refused:
+        parse_contribution("{nope")
+    assert (refused.value.field, str(refused.value)) == ("$", "$: not JSON: key must be a string at line 1 column 2")

@@ -439,6 +439,21 @@ def test_selecting_a_derived_summary_again_at_capacity_is_allowed_since_it_does_
     assert projection["counters"]["selected_items"] == 1
 
 
+def test_a_derived_summary_brought_back_as_a_contradiction_takes_no_room() -> None:
+    board = opened(max_selected_items=2)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("reporter", [obs("sum-1", derived_from=["obs-1"])])
+    board.ok("controller", [selection(deselect=("sum-1",))])
+    board.ok("planner", [hyp("hyp-1")])
+    assert board.show()["counters"]["selected_items"] == 2
+    outcome = board.ok("planner", [link("sum-1", "hyp-1", "challenges")])
+    assert outcome["items"][0] == {**outcome["items"][0], "selected": ["sum-1"]}
+    assert not {"deselected", "not_selected", "escalated"} & set(outcome["items"][0])
+    projection = board.show()
+    assert projection["selected_items"]["observations"] == ["obs-1"]
+    assert projection["selected_items"]["derived_summaries"] == ["sum-1"]
+
+
 def test_a_selection_beyond_capacity_is_refused() -> None:
     board = opened(max_selected_items=1)
     board.ok("specialist", [obs("obs-1"), obs("obs-2")])
