@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from caseboard.domain.commit import Commit
-from caseboard.reducers import REDUCERS, get_reducer
-from tests.unit.board import Board, hyp, obs, proposal
+from caseboard.reducers import REDUCERS, get_reducer, tenant_of
+from tests.unit.board import Board, hyp, link, obs, proposal
 
 
 def folded(name: str, commits: list[Commit], workspace_id: str = "ws-1") -> Any:
@@ -70,3 +70,26 @@ def test_v2_does_not_mark_a_hypothesis_born_with_an_unverified_challenge_as_a_ma
         state = folded(name, commits)
         statuses[name] = get_reducer(name).proposal_status(state, state.proposals["prop-1"], None)
     assert statuses == {"workspace-rules-v1": "requires_revalidation", "workspace-rules-v2": "current"}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_a_workspace_belongs_to_no_tenant_until_it_is_opened_and_then_to_its_scopes(name: str) -> None:
+    assert tenant_of(get_reducer(name).initial("ws-1")) is None
+    board = Board()
+    board.open()
+    assert tenant_of(folded(name, board.ledger.read("ws-1"))) == board.show()["scope"]["tenant_id"]
+
+
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_a_review_made_against_the_version_of_a_change_saw_it_and_one_before_did_not(name: str) -> None:
+    board = Board()
+    board.open()
+    board.ok("specialist", [obs("obs-1"), obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    board.ok("planner", [proposal("prop-1", board.head, "hyp-1")])
+    board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
+    changed = board.head
+    state = folded(name, board.ledger.read("ws-1"))
+    review_gaps = get_reducer(name).review_gaps
+    assert review_gaps(state, state.proposals["prop-1"], changed) == []
+    assert review_gaps(state, state.proposals["prop-1"], changed - 1) == [changed]

@@ -350,6 +350,31 @@ def test_a_new_observation_beyond_capacity_displaces_the_oldest_unreferenced_one
     assert board.observation("obs-1")["selected"] is False
 
 
+def test_the_policy_displaces_the_unreferenced_first_wherever_it_sits_and_says_how_each_ranked() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-1")])
+    board.ok("specialist", [obs("obs-2")])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
+    first = board.ok("specialist", [obs("obs-3")])["items"][0]
+    assert (first["selected"], first["deselected"]) == (["obs-3"], ["obs-2"])
+    assert first["deselection"][0]["reason"] == "room for observation 'obs-3': ranked lowest (unreferenced, v3)"
+    second = board.ok("planner", [hyp("hyp-2")])["items"][0]
+    assert second["deselected"] == ["obs-3"]  # it sits after hyp-1 in the selection
+    third = board.ok("planner", [hyp("hyp-3")])["items"][0]
+    assert third["deselected"] == ["obs-1"]
+    assert third["deselection"][0]["reason"] == "room for hypothesis 'hyp-3': ranked lowest (referenced, v2)"
+
+
+def test_one_item_that_brings_several_contradictions_counts_each_against_the_room() -> None:
+    board = opened(max_selected_items=3)
+    board.ok("specialist", [obs("obs-a"), obs("obs-b"), obs("obs-c")])
+    board.ok("controller", [selection(deselect=("obs-a", "obs-b"))])
+    outcome = board.ok("planner", [hyp("hyp-1", challenging_evidence=["obs-a", "obs-b"])])
+    decision = outcome["items"][0]
+    assert (decision["selected"], decision["deselected"]) == (["hyp-1", "obs-a", "obs-b"], ["obs-c"])
+    assert board.show()["counters"]["selected_items"] == 3
+
+
 def test_a_plain_observation_never_displaces_evidence_that_something_refers_to() -> None:
     board = opened(max_selected_items=2)
     board.ok("specialist", [obs("obs-1"), obs("obs-2")])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from caseboard.coordinator.parse import MAX_JSON_VALUES, parse_contribution, parse_json
+from caseboard.coordinator.parse import MAX_JSON_VALUES, parse_contribution, parse_json, too_many_values
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import CaseboardError, Refusal
@@ -94,6 +94,13 @@ def test_a_body_of_too_many_values_is_refused_without_being_parsed() -> None:
         parse_json(Contribution, huge)
     assert time.perf_counter() - started < 0.05
     assert caught.value.field == "$" and str(MAX_JSON_VALUES) in caught.value.message
+
+
+def test_commas_and_brackets_inside_strings_are_not_counted_as_values() -> None:
+    text = "," * MAX_JSON_VALUES + "[{"
+    assert not too_many_values(json.dumps({"a": text}).encode())
+    assert not too_many_values(json.dumps({"a": text + '"'}).encode())  # an escaped quote: the other path
+    assert too_many_values(b"[" + b",".join([b"1"] * MAX_JSON_VALUES) + b"]")
 
 
 @pytest.mark.parametrize(
