@@ -64,9 +64,9 @@ mutants: $(STAMP) ## mutation testing (mutmut) of the coordinator, the domain an
 	$(BIN)/mutmut run --max-children 2
 	$(BIN)/python scripts/mutation_score.py
 
-mutants-sample: $(STAMP) ## a sampled mutation run: SAMPLE mutants of each module at random (30; SEED=1), the score per module with its 95 % interval
+mutants-sample: $(STAMP) ## a sampled mutation run: SAMPLE mutants of each module at random (15; SEED=1), the score per module with its 95 % interval
 	$(BIN)/mutmut run --max-children 2 'caseboard.domain.workspace_key.*'  # generates every module's mutants
-	$(BIN)/python scripts/mutation_score.py --sample $${SAMPLE:-30} --seed $${SEED:-1} > mutants/sample.txt
+	$(BIN)/python scripts/mutation_score.py --sample $${SAMPLE:-15} --seed $${SEED:-1} > mutants/sample.txt
 	$(BIN)/mutmut run --max-children 2 $$(cat mutants/sample.txt)
 	$(BIN)/python scripts/mutation_score.py --names mutants/sample.txt
 
