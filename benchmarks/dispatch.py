@@ -138,6 +138,7 @@ def latency(ctx: BenchContext, commits: int) -> dict[str, float]:
             worker.close()
             store.close()
             app.close()
+
     def quantiles(since: dict[int, float]) -> tuple[float, float]:
         gaps = sorted((arrivals[v] - since[v]) * 1000 for v in since if v in arrivals)
         return statistics.median(gaps), gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
