@@ -31,3 +31,9 @@ class BenchContext:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def p99_of(values: list[float]) -> float:
+    """The 99th percentile of ``values`` (the value below which 99 % of them lie, nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]

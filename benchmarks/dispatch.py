@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from benchmarks.context import BenchContext, median
+from benchmarks.context import BenchContext, median, p99_of
 from caseboard.app import build_app
 from caseboard.coordinator import parse_contribution
 from caseboard.dispatcher.broker import BrokerConfig, make_broker, message_from
@@ -139,17 +139,14 @@ def latency(ctx: BenchContext, commits: int) -> dict[str, float]:
             store.close()
             app.close()
 
-    def quantiles(since: dict[int, float]) -> tuple[float, float]:
-        gaps = sorted((arrivals[v] - since[v]) * 1000 for v in since if v in arrivals)
-        return statistics.median(gaps), gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+    def to_worker_ms(since: dict[int, float]) -> list[float]:
+        return [(arrivals[v] - since[v]) * 1000 for v in since if v in arrivals]
 
-    p50, p99 = quantiles(started)
-    commits_ms = sorted((landed[v] - started[v]) * 1000 for v in landed)
     return {
-        "p50": p50,
-        "p99": p99,
-        "commit_p99": commits_ms[min(len(commits_ms) - 1, int(len(commits_ms) * 0.99))],
-        "landed_p99": quantiles(landed)[1],
+        "p50": statistics.median(to_worker_ms(started)),
+        "p99": p99_of(to_worker_ms(started)),
+        "commit_p99": p99_of([(landed[v] - started[v]) * 1000 for v in landed]),
+        "landed_p99": p99_of(to_worker_ms(landed)),
     }
 
 

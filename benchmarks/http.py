@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from benchmarks.context import BenchContext, median
+from benchmarks.context import BenchContext, median, p99_of
 from caseboard.app import build_app
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.items import Role
@@ -92,11 +92,6 @@ def _run_writers(writers: int, commits: int, submit: Callable[[int, int], None])
         thread.join()
     elapsed = time.perf_counter() - started
     return writers * commits / elapsed, [x for per in latencies for x in per]
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 @contextmanager
@@ -213,8 +208,8 @@ def run(ctx: BenchContext) -> dict[str, float]:
             (local_rate, local_latencies), (http_rate, http_latencies) = _round(url, commits)
         http_rates.append(http_rate)
         local_rates.append(local_rate)
-        http_p99s.append(_p99(http_latencies) * 1000)
-        local_p99s.append(_p99(local_latencies) * 1000)
+        http_p99s.append(p99_of(http_latencies) * 1000)
+        local_p99s.append(p99_of(local_latencies) * 1000)
         print(
             f"  round {round_number + 1}, {WRITERS} writers: in-process {local_rate:.0f} commits/s "
             f"(p99 {local_p99s[-1]:.1f} ms), HTTP {http_rate:.0f} commits/s (p99 {http_p99s[-1]:.1f} ms)",

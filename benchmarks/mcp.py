@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.context import BenchContext, median
-from benchmarks.http import WRITERS, KeepAlive, _observation, _open, _p99, _run_writers, _server_process
+from benchmarks.context import BenchContext, median, p99_of
+from benchmarks.http import WRITERS, KeepAlive, _observation, _open, _run_writers, _server_process
 from caseboard.app import build_app
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.items import Role
@@ -157,7 +157,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
         ratios.append(over_mcp.rate / over_http.rate)
         mcp_rates.append(over_mcp.rate)
         http_rates.append(over_http.rate)
-        p99s.append(_p99(over_mcp.latencies) * 1000)
+        p99s.append(p99_of(over_mcp.latencies) * 1000)
         cpu = ""
         if over_http.cpu_per_commit and over_mcp.cpu_per_commit:
             cpu_ratios.append(over_http.cpu_per_commit / over_mcp.cpu_per_commit)

@@ -42,8 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.context import BenchContext, median
-from benchmarks.http import KeepAlive, _observation, _open, _p99, _run_writers
+from benchmarks.context import BenchContext, median, p99_of
+from benchmarks.http import KeepAlive, _observation, _open, _run_writers
 from benchmarks.replay import WORKSPACE as LONG_EXPORT
 from benchmarks.replay import build as build_long_chain
 from benchmarks.workload import accept, clock, log_to_devnull, observation, open_workspace
@@ -199,7 +199,7 @@ def cold_load(url: str, sizes: Sizes) -> dict[str, float]:
             assert state.version == sizes.cold_commits
     finally:
         ledger.close()
-    p99 = _p99(costs) * 1e3
+    p99 = p99_of(costs) * 1e3
     print(
         f"cold load of {sizes.cold_commits} commits (latest snapshot at {latest}): median "
         f"{median(costs) * 1e3:.1f} ms, p99 {p99:.1f} ms",
@@ -344,7 +344,7 @@ def subscribers(url: str, sizes: Sizes) -> dict[str, float]:
     finally:
         keys.close()
         ledger.close()
-    p99 = _p99(delays) * 1e3
+    p99 = p99_of(delays) * 1e3
     print(
         f"{sizes.subscribers} subscribers, {sizes.sse_commits} commits: delivery median "
         f"{median(delays) * 1e3:.0f} ms, p99 {p99:.0f} ms",
