@@ -10,6 +10,7 @@ from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.errors import Refusal
 from caseboard.domain.outcome import Accepted, Outcome
 from caseboard.ledger import EventsourcingLedger, open_ledger
+from caseboard.reducers import get_reducer
 
 T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 LIMITS = {
@@ -75,6 +76,11 @@ class Board:
     @property
     def head(self) -> int:
         return self.ledger.head(self.workspace_id)
+
+    def folded(self, reducer_name: str) -> Any:
+        """The workspace's state folded from its ledger by the reducer ``reducer_name`` (any registered one)."""
+        reducer = get_reducer(reducer_name)
+        return reducer.fold(reducer.initial(self.workspace_id), self.ledger.read(self.workspace_id))
 
     def show(self, version: int | None = None) -> dict[str, Any]:
         return self.coordinator.workspaces.show(self.workspace_id, version)

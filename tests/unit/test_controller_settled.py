@@ -66,7 +66,7 @@ def test_a_confirmed_explanation_beside_a_refuted_alternative_goes_to_human_revi
 def test_every_reducer_shows_a_verdict_as_the_status_of_its_hypothesis(name: str) -> None:
     board = explained(("h-cert", "refuted"), ("h-capacity", "confirmed"))
     reducer = get_reducer(name)
-    state = reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id))
+    state = board.folded(name)
     statuses = {h["id"]: h["status"] for h in reducer.render(state)["hypotheses"]}
     assert statuses == {"h-cert": "refuted", "h-capacity": "confirmed"}
 

@@ -24,7 +24,7 @@ def test_a_proposal_rests_on_its_dependencies_and_the_evidence_under_each_hypoth
     board.ok("specialist", [obs("obs-1")])
     board.ok("planner", [hyp("hyp-1", supporting_evidence=["obs-1"])])
     board.ok("planner", [proposal("prop-1", board.head, "hyp-1")])
-    state = folded(name, board.ledger.read("ws-1"))
+    state = board.folded(name)
     assert {"hyp-1", "obs-1"} <= set(get_reducer(name).rests_on(state, state.proposals["prop-1"]))
 
 
@@ -77,7 +77,7 @@ def test_a_workspace_belongs_to_no_tenant_until_it_is_opened_and_then_to_its_sco
     assert tenant_of(get_reducer(name).initial("ws-1")) is None
     board = Board()
     board.open()
-    assert tenant_of(folded(name, board.ledger.read("ws-1"))) == board.show()["scope"]["tenant_id"]
+    assert tenant_of(board.folded(name)) == board.show()["scope"]["tenant_id"]
 
 
 @pytest.mark.parametrize("name", sorted(REDUCERS))
@@ -89,7 +89,7 @@ def test_a_review_made_against_the_version_of_a_change_saw_it_and_one_before_did
     board.ok("planner", [proposal("prop-1", board.head, "hyp-1")])
     board.ok("planner", [link("obs-2", "hyp-1", "challenges")])
     changed = board.head
-    state = folded(name, board.ledger.read("ws-1"))
+    state = board.folded(name)
     review_gaps = get_reducer(name).review_gaps
     assert review_gaps(state, state.proposals["prop-1"], changed) == []
     assert review_gaps(state, state.proposals["prop-1"], changed - 1) == [changed]

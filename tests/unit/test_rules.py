@@ -260,7 +260,7 @@ def test_an_open_question_about_a_hypothesis_is_shown_under_it_in_every_reducer(
     board = opened()
     board.ok("planner", [hyp("hyp-1"), question("q-1", about="hyp-1"), question("q-2")])
     reducer = get_reducer(name)
-    view = reducer.render(reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id)))
+    view = reducer.render(board.folded(name))
     [selected] = view["selected_items"]["hypotheses"]
     assert (selected["id"], selected["open_questions"]) == ("hyp-1", ["which hosts were affected?"])
 
@@ -281,7 +281,7 @@ def test_a_withdrawn_or_revised_proposal_is_final_and_leaves_the_active_count_in
     board.ok("planner", [review("prop-2", "revised")])
     board.ok("planner", [proposal("prop-3", 1)])
     reducer = get_reducer(name)
-    view = reducer.render(reducer.fold(reducer.initial(board.workspace_id), board.ledger.read(board.workspace_id)))
+    view = reducer.render(board.folded(name))
     assert view["counters"]["active_proposals"] == 1
     assert {p["id"]: p["status"] for p in view["proposals"]} == {
         "prop-1": "withdrawn",
