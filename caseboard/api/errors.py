@@ -134,7 +134,7 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
             "message": f"no route for {where}: the routes are at /docs",
         }
     elif error.status_code == 405:
-        allowed = (headers or {}).get("allow", "")
+        allowed = next((value for name, value in (headers or {}).items() if name.lower() == "allow"), "")
         body = {
             "ok": False,
             "reason": Reason.METHOD_NOT_ALLOWED.value,

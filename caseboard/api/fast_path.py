@@ -45,7 +45,7 @@ from caseboard.api.errors import (
     too_large,
 )
 from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
-from caseboard.api.routes_write import WORKSPACE_ID, contribution_of, respond, submit_contribution
+from caseboard.api.routes_write import WORKSPACE_ID, commit_on_loop, respond, submit_contribution
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
 from caseboard.domain.errors import CaseboardError, Refusal
@@ -69,15 +69,22 @@ class CaseboardAPI(FastAPI):
 
     fast_submit = True
     """False hands every valid submission to the FastAPI route (tests compare the two)."""
+    first: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]]
+    """Path -> the ASGI application that answers its requests before FastAPI's middleware and router: ``/mcp``
+    (``caseboard.mcp_server.http``), which authenticates, times and counts each request itself."""
     submit_threads = 32
     _executor: ThreadPoolExecutor | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.first = {}
         self.add_exception_handler(StarletteHTTPException, on_http_error)  # 404, 405, 413: the contract's shape
         self.add_exception_handler(Exception, on_internal_error)  # a bug: 500, in the same shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (first := self.first.get(scope["path"])) is not None:
+            await first(scope, receive, send)
+            return
         if scope["type"] == "http" and scope["method"] == "POST":
             match = SUBMIT_PATH.fullmatch(scope["path"])
             if match is not None or scope["path"] == OPEN_PATH:
@@ -175,16 +182,9 @@ class CaseboardAPI(FastAPI):
     async def _submit_on_loop(
         svc: Services, who: Caller, workspace_id: str, request: ContributionRequest
     ) -> Response | None:
-        """The commit on the loop's own thread (ADR 0035), when the ledger can (PostgreSQL) and the workspace
-        is cached and visible to the caller; None hands it to a submit thread, which runs the route's code
-        from the start."""
-        coordinator = svc.app.coordinator(trust_timestamps=svc.trust_timestamps)
-        if not coordinator.submits_on_loop:
-            return None
-        key = svc.app.workspaces.cached_key(who.tenant_id, workspace_id)
-        if key is None:
-            return None  # the route's ``workspace_key`` answers, from the ledger if need be
-        outcome = await coordinator.submit_on_loop(contribution_of(who, workspace_id, request), key)
+        """The commit on the loop's own thread (``routes_write.commit_on_loop``); None hands it to a submit
+        thread, which runs the route's code from the start."""
+        outcome = await commit_on_loop(svc, who, workspace_id, request)
         return None if outcome is None else respond(svc, who, outcome)
 
     def _submitters(self) -> ThreadPoolExecutor:

@@ -113,9 +113,29 @@ def _commit(svc: Services, who: Caller, contribution: Contribution, key: str) ->
 
 def respond(svc: Services, who: Caller, outcome: Outcome) -> JSONResponse:
     """The answer to a submission: 201 (200 for an idempotent replay) or the refusal's status."""
+    if isinstance(outcome, Refused):
+        return refusal_response(answer_of(svc, who, outcome))
+    return JSONResponse(answer_of(svc, who, outcome), status_code=200 if outcome.idempotent_replay else 201)
+
+
+def answer_of(svc: Services, who: Caller, outcome: Outcome) -> dict[str, Any]:
+    """The body of a submission's answer, counted in the metrics: the outcome, and an acceptance's author. The
+    submit route and the MCP tool ``submit`` answer with it."""
     body = outcome.as_json()
     svc.metrics.outcome(body)
-    if isinstance(outcome, Refused):
-        return refusal_response(body)
-    body["author"] = who.author.model_dump(mode="json")
-    return JSONResponse(body, status_code=200 if outcome.idempotent_replay else 201)
+    if not isinstance(outcome, Refused):
+        body["author"] = who.author.model_dump(mode="json")
+    return body
+
+
+async def commit_on_loop(svc: Services, who: Caller, workspace_id: str, request: ContributionRequest) -> Outcome | None:
+    """The commit on the loop's own thread (ADR 0035), when the ledger can (PostgreSQL) and the workspace is
+    cached and visible to the caller; None hands it to a thread, which runs ``submit_contribution`` from the
+    start (nothing was committed). The submit route's fast path and the MCP tool ``submit`` take it."""
+    coordinator = svc.app.coordinator(trust_timestamps=svc.trust_timestamps)
+    if not coordinator.submits_on_loop:
+        return None
+    key = svc.app.workspaces.cached_key(who.tenant_id, workspace_id)
+    if key is None:
+        return None  # the route's ``workspace_key`` answers, from the ledger if need be
+    return await coordinator.submit_on_loop(contribution_of(who, workspace_id, request), key)

@@ -5,6 +5,10 @@ with JSON responses (one JSON-RPC answer per POST, no event stream). A request w
 answered 401 ``unauthenticated`` before the MCP machinery sees it, in the HTTP API's error shape; the tools
 then act as the key (and ``X-Caseboard-Role``) of the request that calls them.
 
+Every request to ``/mcp`` is answered before FastAPI's middleware stack and router (``CaseboardAPI.first``):
+``McpEndpoint.first`` times and counts it under ``/mcp`` and answers an unexpected error 500 in the contract's
+shape, as those layers would have.
+
 The SDK's session manager runs inside the application's lifespan: ``mount_mcp`` wraps the lifespan the
 application already has, so whatever it does at startup and shutdown still happens, inside the manager's.
 DNS-rebinding protection (a check of ``Host`` and ``Origin``) is off: every request must carry an API key,
@@ -13,26 +17,31 @@ which a page in a browser cannot forge, exactly as on the HTTP API's other route
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from caseboard.api.errors import ApiError
+from caseboard.api.errors import INTERNAL_ERROR, ApiError, on_http_error
+from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.services import Services
 from caseboard.mcp_server.identity import authenticate, from_headers
 from caseboard.mcp_server.server import build_server
 
 MCP_PATH = "/mcp"
 MAX_BODY_BYTES = 2 * 1024 * 1024
+METHODS = ("GET", "POST", "DELETE")
+"""The methods of streamable HTTP; the SDK answers each (a stateless server: a POST is a request, the others
+are refused or, for a client of the protocol before 2026-07-28, a stream of server messages)."""
 
 
 class McpEndpoint:
@@ -54,6 +63,35 @@ class McpEndpoint:
         )
         return self.server.session_manager
 
+    async def first(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Every request to ``/mcp``, answered before FastAPI's middleware and router (``CaseboardAPI.first``),
+        which cost about a sixth of a tool call and do nothing for it (ADR 0071). So it is timed and counted
+        here, under ``/mcp``, as the metrics middleware counts the API's routes; a method the SDK does not take
+        is answered 405, and an unexpected error 500, in the contract's shape, as the API answers them (the
+        error then raised on, for the server's log)."""
+        started = time.perf_counter()
+        status = 500
+        responded = False
+
+        async def sending(message: Message) -> None:
+            nonlocal status, responded
+            if message["type"] == "http.response.start":
+                status, responded = message["status"], True
+            await send(message)
+
+        try:
+            if scope["method"] in METHODS:
+                await self(scope, receive, sending)
+            else:
+                refused = StarletteHTTPException(405, headers={"Allow": ", ".join(METHODS)})
+                await (await on_http_error(Request(scope), refused))(scope, receive, sending)
+        except Exception:
+            if not responded:
+                await INTERNAL_ERROR(scope, receive, send)
+            raise
+        finally:
+            self.svc.metrics.request(scope["method"], MCP_PATH, status, time.perf_counter() - started)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self.manager
         if manager is None:
@@ -71,12 +109,10 @@ class McpEndpoint:
         await manager.handle_request(scope, receive, send)
 
 
-def mount_mcp(api: FastAPI, services: Services) -> McpEndpoint:
+def mount_mcp(api: CaseboardAPI, services: Services) -> McpEndpoint:
     """Serve MCP at ``/mcp`` in ``api``, with the same keys, tenants and commit path as its routes."""
     endpoint = McpEndpoint(build_server(services), services)
-    # First in the routing table: every tool call is then matched at once, not after each of the API's routes
-    # (whose matching costs more per call than a whole route of the API's own, ADR 0071).
-    api.router.routes.insert(0, Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    api.first[MCP_PATH] = endpoint.first
     previous: Callable[[Any], AbstractAsyncContextManager[Any]] = api.router.lifespan_context
 
     @asynccontextmanager

@@ -18,7 +18,6 @@ from starlette.responses import Response
 from caseboard.api import routes_read, routes_write
 from caseboard.api.auth import Caller, workspace_key
 from caseboard.api.errors import ApiError
-from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.services import Services
 from caseboard.domain import items as it
@@ -148,8 +147,8 @@ async def submit_on_loop(svc: Services, who: Caller, args: a.Submit) -> dict[str
     ``submit`` runs in a thread, from the start (nothing was committed)."""
     if isinstance(args.items[0], it.Open):
         return None
-    response = await CaseboardAPI._submit_on_loop(svc, who, args.workspace_id, _request_of(args))
-    return None if response is None else body_of(response)
+    outcome = await routes_write.commit_on_loop(svc, who, args.workspace_id, _request_of(args))
+    return None if outcome is None else routes_write.answer_of(svc, who, outcome)
 
 
 def submit(svc: Services, who: Caller, args: a.Submit) -> dict[str, Any]:

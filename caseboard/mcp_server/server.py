@@ -24,6 +24,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from importlib.util import find_spec
 from typing import Annotated, Any, cast
 from urllib.parse import unquote
 
@@ -354,7 +355,7 @@ def build_server(
             contents=[TextResourceContents(uri=params.uri, text=text, mime_type="application/json")]
         )
 
-    return Server(
+    server = Server(
         "caseboard",
         title="caseboard",
         instructions=INSTRUCTIONS,
@@ -366,3 +367,8 @@ def build_server(
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
     )
+    if find_spec("opentelemetry.sdk") is None:
+        # The SDK's one default middleware opens an OpenTelemetry span per request: without an OpenTelemetry
+        # SDK installed nothing can record it, and the no-op span costs about a tenth of a tool call (ADR 0071).
+        server.middleware = []
+    return server

@@ -6,7 +6,10 @@ import asyncio
 import json
 from typing import Any
 
-from caseboard.api.errors import on_caseboard_error
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+
+from caseboard.api.errors import on_caseboard_error, on_http_error
 from caseboard.domain.errors import UnknownWorkspace, VersionOutOfRange
 
 
@@ -31,3 +34,13 @@ def test_an_unknown_workspace_is_named_by_its_id() -> None:
     assert status == 404
     assert body["reason"] == "unknown_workspace" and "tenant-a" not in json.dumps(body)
     assert "'ws-1'" in body["message"]
+
+
+def test_a_method_a_route_does_not_take_names_the_methods_it_does_take() -> None:
+    """Starlette names them in an ``Allow`` header (capitalized): the message lists them, whatever the case."""
+    request = Request({"type": "http", "method": "PUT", "path": "/workspaces", "headers": [], "query_string": b""})
+    for name in ("Allow", "allow"):
+        refused = StarletteHTTPException(405, headers={name: "GET, POST"})
+        response = asyncio.run(on_http_error(request, refused))
+        assert response.status_code == 405
+        assert json.loads(bytes(response.body))["message"] == "PUT /workspaces: allowed methods: GET, POST"
