@@ -276,17 +276,24 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        status = 500
+        await timed(self.metrics, self.app, scope, receive, send)
 
-        async def capture(message: Any) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
 
-        try:
-            await self.app(scope, receive, capture)
-        finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.request(scope["method"], route, status, time.perf_counter() - started)
+async def timed(metrics: Metrics, app: Any, scope: Any, receive: Any, send: Any, route: str | None = None) -> None:
+    """Run ``app`` on one HTTP request, timed and counted with its status under ``route`` (None: the route the
+    router matched, read from the scope afterwards). The metrics middleware and ``/mcp`` (answered before it,
+    ``caseboard.mcp_server.http``) count with it."""
+    started = time.perf_counter()
+    status = 500
+
+    async def capture(message: Any) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    try:
+        await app(scope, receive, capture)
+    finally:
+        counted = route if route is not None else getattr(scope.get("route"), "path", "unmatched")
+        metrics.request(scope["method"], counted, status, time.perf_counter() - started)

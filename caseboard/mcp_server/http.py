@@ -17,7 +17,6 @@ which a page in a browser cannot forge, exactly as on the HTTP API's other route
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -33,6 +32,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from caseboard.api.errors import INTERNAL_ERROR, ApiError, on_http_error
 from caseboard.api.fast_path import CaseboardAPI
+from caseboard.api.metrics import timed
 from caseboard.api.services import Services
 from caseboard.mcp_server.identity import authenticate, from_headers
 from caseboard.mcp_server.server import build_server
@@ -66,17 +66,17 @@ class McpEndpoint:
     async def first(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Every request to ``/mcp``, answered before FastAPI's middleware and router (``CaseboardAPI.first``),
         which cost about a sixth of a tool call and do nothing for it (ADR 0071). So it is timed and counted
-        here, under ``/mcp``, as the metrics middleware counts the API's routes; a method the SDK does not take
-        is answered 405, and an unexpected error 500, in the contract's shape, as the API answers them (the
-        error then raised on, for the server's log)."""
-        started = time.perf_counter()
-        status = 500
-        responded = False
+        here, under ``/mcp``, with the metrics middleware's own ``timed``."""
+        await timed(self.svc.metrics, self.guarded, scope, receive, send, route=MCP_PATH)
+
+    async def guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A method the SDK does not take answered 405, and an unexpected error 500, in the contract's shape, as
+        the API's router and error middleware answer them (the error then raised on, for the server's log)."""
+        started = False
 
         async def sending(message: Message) -> None:
-            nonlocal status, responded
-            if message["type"] == "http.response.start":
-                status, responded = message["status"], True
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
@@ -86,11 +86,9 @@ class McpEndpoint:
                 refused = StarletteHTTPException(405, headers={"Allow": ", ".join(METHODS)})
                 await (await on_http_error(Request(scope), refused))(scope, receive, sending)
         except Exception:
-            if not responded:
+            if not started:
                 await INTERNAL_ERROR(scope, receive, send)
             raise
-        finally:
-            self.svc.metrics.request(scope["method"], MCP_PATH, status, time.perf_counter() - started)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self.manager
