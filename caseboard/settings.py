@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import ConfigurationError
+from caseboard.tenant_config import TenantsConfig, load_tenants
 
 DEFAULT_DATABASE_URL = "sqlite:///.caseboard/ledger.db"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -43,6 +44,8 @@ class Settings:
     model_calls_per_cycle: int = 12
     """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
     model_tokens_per_cycle: int = 40_000
+    tenants_file: str | None = None
+    """The pilot loop's per-tenant configuration (``CASEBOARD_TENANTS``, TOML; ``caseboard/tenant_config.py``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +70,7 @@ class Settings:
             model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
+            tenants_file=env.get("CASEBOARD_TENANTS") or None,
         )
         settings.validate()
         return settings
@@ -76,8 +80,14 @@ class Settings:
         """``database_url`` parsed, once (``validate`` parses it first, so that a bad URL stops the start)."""
         return DatabaseUrl.parse(self.database_url)
 
+    @cached_property
+    def tenants(self) -> TenantsConfig:
+        """The tenants' intake mapping and default limits, read once (``validate`` reads it first)."""
+        return load_tenants(self.tenants_file)
+
     def validate(self) -> None:
         self.database  # noqa: B018 (a URL that names no ledger, memory:// included, is refused here)
+        self.tenants  # noqa: B018 (a bad CASEBOARD_TENANTS file stops the start, one line)
         if self.log_level not in ("debug", "info", "warning", "error"):
             raise ConfigurationError(
                 f"CASEBOARD_LOG_LEVEL must be debug, info, warning or error, not {self.log_level!r}"

@@ -58,6 +58,7 @@ Send = Callable[[Message], Awaitable[None]]
 SUBMIT_PATH = re.compile(r"/workspaces/([^/]+)/contributions")
 SUBMIT_ROUTE = "/workspaces/{workspace_id}/contributions"
 OPEN_PATH = "/workspaces"
+INTAKE_PATHS = ("/intake/",)
 MAX_BODY_DEFAULT = 2 * 1024 * 1024
 WORKSPACE = re.compile(WORKSPACE_ID)
 ROLE = ROLE_HEADER.lower().encode()
@@ -92,7 +93,27 @@ class CaseboardAPI(FastAPI):
                 if handed_on is None:
                     return
                 receive = handed_on
+            elif scope["path"].startswith(INTAKE_PATHS):
+                handed_on = await self._bounded(scope, receive, send)
+                if handed_on is None:
+                    return
+                receive = handed_on
         await super().__call__(scope, receive, send)
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """A body of the intake routes over the size limit answered with 413 in the contract's shape (as a write
+        route's), before the route reads it; None when answered, else the ``receive`` to hand it on with."""
+        started = time.perf_counter()
+        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_DEFAULT
+        length = _first_headers(scope).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await self._answer(too_large(int(length), limit), scope, receive, send, scope["path"], started)
+            return None
+        body, complete = await _read_body(receive, limit)
+        if not complete and len(body) > limit:
+            await self._answer(too_large(None, limit), scope, receive, send, scope["path"], started)
+            return None
+        return _replaying(body, receive, more_body=not complete)
 
     async def _write(self, workspace_id: str | None, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """The body of a write route checked before anything parses it in full (ADR 0045): over the size limit

@@ -12,6 +12,7 @@ from caseboard.api import (
     routes_artifacts,
     routes_events,
     routes_health,
+    routes_intake,
     routes_judgments,
     routes_knowledge,
     routes_ops,
@@ -78,6 +79,7 @@ def create_app(
     api.include_router(routes_health.router)  # GET /workspaces/{id}/health (docs/health.md)
     api.include_router(routes_knowledge.router)  # GET /knowledge: prior findings (docs/knowledge.md)
     api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md)
+    api.include_router(routes_intake.router)  # POST /intake/...: alerts open and feed workspaces (docs/pilot.md)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules
 

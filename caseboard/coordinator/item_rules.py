@@ -113,6 +113,12 @@ def _observation_item(item: it.Observation, c: Context) -> Decision:
             f"{c.path}.derived_from",
             "a reporter's observation is a summary and must name what it is derived_from",
         )
+    if c.role is Role.INTAKE and (item.derived_from or not (item.evidence_ref or "").startswith(CITATION_PREFIX)):
+        refuse(
+            Reason.FORBIDDEN,
+            f"{c.path}.evidence_ref",
+            "an intake's observation records an alert: it cites the stored notification and derives from nothing",
+        )
     return _observation(c.state, item, c.path, c.reducer, c.citations)
 
 

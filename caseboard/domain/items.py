@@ -61,6 +61,8 @@ class Role(StrEnum):
     REPORTER = "reporter"
     VERIFIER = "verifier"
     CONTROLLER = "controller"
+    INTAKE = "intake"
+    """An alerting system's key (docs/pilot.md): opens workspaces and records its alerts as observations."""
 
 
 class Status(StrEnum):
@@ -244,7 +246,8 @@ class ObservationBody(Frozen):
 
 
 class Open(Frozen):
-    """Opens a workspace: the commit of version 1, alone in its contribution. Submitted by an operator only."""
+    """Opens a workspace: the commit of version 1, alone in its contribution. Submitted by an operator, or by an
+    alerting system's `intake` key for the alert group it opens (docs/pilot.md)."""
 
     type: Literal["open"]
     """The item's type, `open`: its stored name, written into the ledger with it."""
@@ -260,8 +263,8 @@ class Open(Frozen):
 
 
 class Observation(ObservationBody):
-    """A fact a participant observed. Submitted by a specialist, or by a reporter when it is a summary of other
-    observations (`derived_from` not empty)."""
+    """A fact a participant observed. Submitted by a specialist, by a reporter when it is a summary of other
+    observations (`derived_from` not empty), or by an `intake` key for an alert, citing the stored notification."""
 
     type: Literal["observation"]
     """The item's type, `observation`: its stored name, written into the ledger with it."""
@@ -732,8 +735,8 @@ class ItemType:
 
 ANY_ROLE = frozenset(Role)
 REGISTRY: tuple[ItemType, ...] = (
-    ItemType(Open, frozenset({Role.OPERATOR})),
-    ItemType(Observation, frozenset({Role.SPECIALIST, Role.REPORTER}), _by("id")),
+    ItemType(Open, frozenset({Role.OPERATOR, Role.INTAKE})),
+    ItemType(Observation, frozenset({Role.SPECIALIST, Role.REPORTER, Role.INTAKE}), _by("id")),
     ItemType(Hypothesis, frozenset({Role.PLANNER}), _by("id")),
     ItemType(
         Link,
