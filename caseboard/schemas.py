@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.items import REGISTRY, Item
+from caseboard.handoff.document import Handoff
 from caseboard.projections.contract import Projection
 
 
@@ -28,6 +29,7 @@ def generate() -> dict[str, dict[str, Any]]:
         "item.schema.json": TypeAdapter(Item).json_schema(),
         "commit.schema.json": Commit.model_json_schema(),
         "projection.schema.json": Projection.model_json_schema(),
+        "handoff.v1.schema.json": Handoff.model_json_schema(by_alias=True),
     }
 
 

@@ -1,5 +1,5 @@
-"""What each tenant configures for the pilot loop: how an alert becomes a workspace (intake) and its default
-limits, read once from the TOML file named by ``CASEBOARD_TENANTS`` (docs/pilot.md).
+"""What each tenant configures for the pilot loop: how an alert becomes a workspace (intake), its default
+limits and where its handoffs go, read once from the TOML file named by ``CASEBOARD_TENANTS`` (docs/pilot.md).
 
 ```toml
 [tenants.tenant-a]
@@ -8,21 +8,30 @@ service_labels = ["service", "job"]           # ... and the service
 default_environment = "production"            # when no label names it
 tenant_label = "tenant"                       # an alert labelled with another tenant is refused
 clock_trusted = false                         # alert start times as `verified` event times
+public_url = "http://127.0.0.1:8000"          # handoffs link to the console here
 
 [tenants.tenant-a.limits]
 max_investigation_cycles = 6
+
+[[tenants.tenant-a.webhooks]]                 # where handoffs go, signed with the named secret
+url = "https://oncall.example/hooks/caseboard"
+secret_env = "TENANT_A_WEBHOOK_SECRET"
 ```
 
 A tenant the file does not name gets the defaults. The file is validated with pydantic when the settings are
-(one ``ConfigurationError`` line naming the tenant, the field and what was expected); nothing in it is a secret.
+(one ``ConfigurationError`` line naming the tenant, the field and what was expected); no secret is written in
+it, only the name of the variable or file that holds one.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from caseboard.domain.errors import ConfigurationError
 from caseboard.domain.items import Id, Name, RuntimeLimits
@@ -53,8 +62,45 @@ class Limits(_Strict):
         return DEFAULT_LIMITS.model_copy(update=self.model_dump(exclude_none=True))
 
 
+class Webhook(_Strict):
+    """Where a tenant's handoffs are delivered. The secret that signs them is named, never written here: an
+    environment variable (``secret_env``) or a file (``secret_file``), read when a handoff is delivered."""
+
+    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
+    secret_env: Name | None = None
+    secret_file: str | None = None
+    format: Literal["caseboard", "slack"] = "caseboard"
+    """``caseboard``: the signed ``caseboard.handoff.v1`` document; ``slack``: a Slack-compatible text message."""
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> Webhook:
+        if self.format == "caseboard" and (self.secret_env is None) == (self.secret_file is None):
+            raise ValueError("name the signing secret by exactly one of secret_env or secret_file")
+        return self
+
+    def secret(self) -> bytes | None:
+        """The signing secret, or None when the variable is unset or the file cannot be read."""
+        if self.secret_env is not None:
+            value = os.environ.get(self.secret_env)
+            return value.encode() if value else None
+        if self.secret_file is not None:
+            try:
+                return Path(self.secret_file).read_bytes().strip() or None
+            except OSError:
+                return None
+        return None
+
+    def where(self) -> str:
+        """The URL without credentials, query or fragment: what logs and delivery records name."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
 class TenantConfig(_Strict):
-    """One tenant's intake mapping and default limits."""
+    """One tenant's intake mapping, default limits and handoff webhooks."""
 
     environment_labels: tuple[Name, ...] = ("environment", "env")
     service_labels: tuple[Name, ...] = ("service", "job")
@@ -62,6 +108,9 @@ class TenantConfig(_Strict):
     tenant_label: Name = "tenant"
     clock_trusted: bool = False
     limits: Limits = Limits()
+    webhooks: tuple[Webhook, ...] = ()
+    public_url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
+    """Where people reach this server (``https://caseboard.example``): handoffs link to its pages."""
 
 
 class TenantsConfig(_Strict):

@@ -15,6 +15,7 @@ from caseboard.cli import (
     demo,
     dispatch_cmds,
     evaluate_cmds,
+    handoff_cmds,
     health_cmds,
     keys_cmds,
     knowledge_cmds,
@@ -37,6 +38,7 @@ MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
 MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent (docs/evaluation.md)
 MODULES.append(health_cmds)  # coordination health (docs/health.md)
 MODULES.append(knowledge_cmds)  # the knowledge store: search, audit, rebuild (docs/knowledge.md)
+MODULES.append(handoff_cmds)  # handoffs: what a person was sent, and each delivery attempt (docs/pilot.md)
 
 
 class Parser(argparse.ArgumentParser):

@@ -22,15 +22,16 @@ Kind = Literal[
     "status_changed",  # reporter: the workspace status moved
     "snapshot_changed",  # snapshot subscribers (controller): coalesced, only the latest matters
     "commit",  # history consumers: every commit, in order
+    "handoff",  # the handoff deliverer: the workspace needs a person (caseboard/handoff)
 ]
 
-AUDIENCES = ("planner", "verifier", "specialist", "reporter", "snapshot", "history")
+AUDIENCES = ("planner", "verifier", "specialist", "reporter", "snapshot", "history", "handoff")
 
 
 class Notification(Frozen):
     id: str
     kind: Kind
-    audience: Literal["planner", "verifier", "specialist", "reporter", "snapshot", "history"]
+    audience: Literal["planner", "verifier", "specialist", "reporter", "snapshot", "history", "handoff"]
     workspace_id: str
     workspace_version: int
     subject: str | None = None

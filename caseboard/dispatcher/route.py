@@ -4,8 +4,9 @@
 statuses and what a proposal rests on come from the reducer's interface (the current reducer unless another
 is named). Nobody is told about everything: the planner hears about proposals that now require
 revalidation and about changed evidence under its hypotheses; the verifier about claims to check; the
-specialists of a kind about open requests of that kind; the reporter about status changes; snapshot
-subscribers get one coalescible notice per commit, history consumers every commit (docs/adr/0010).
+specialists of a kind about open requests of that kind; the reporter about status changes; the handoff
+deliverer about a commit that hands the workspace to a person; snapshot subscribers get one coalescible notice
+per commit, history consumers every commit (docs/adr/0010).
 """
 
 from __future__ import annotations
@@ -21,6 +22,23 @@ CHECK_SUFFIX = "_check"
 """A work request whose kind ends so is an external check a verifier can cite."""
 
 TURN_AUDIENCES = ("planner", "verifier", "reporter")
+HANDOFF_STATUSES = frozenset(
+    {"human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion"}
+)
+"""A commit that moves a workspace into one of these hands it to a person (caseboard/handoff, docs/pilot.md)."""
+
+
+def handoff_trigger(commit: Commit) -> str | None:
+    """The status a commit hands its workspace to a person with (a status item, or an escalation the
+    coordinator decided), else None. ``caseboard handoffs`` lists the commits for which this is not None."""
+    trigger = None
+    for item, decision in zip(commit.items, commit.decisions, strict=True):
+        if isinstance(item, it.StatusChange) and item.to.value in HANDOFF_STATUSES:
+            trigger = item.to.value
+        escalation = decision.get("escalated")
+        if escalation and escalation["to"] in HANDOFF_STATUSES:
+            trigger = escalation["to"]
+    return trigger
 
 
 def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState] | None = None) -> list[Notification]:
@@ -95,6 +113,9 @@ def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState
                 based_on_version=proposal.checked_at,
                 evidence_revisions={ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material},
             )
+    trigger = handoff_trigger(commit)
+    if trigger is not None:
+        add("handoff", "handoff", trigger)
     add("snapshot_changed", "snapshot")
     add("commit", "history")
     return list(out.values())

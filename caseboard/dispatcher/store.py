@@ -6,6 +6,7 @@
                                   and when it was processed (committed with the consumer's own effect)
     caseboard_consumer_stats      duplicates absorbed per consumer
     caseboard_consumer_views      per consumer and workspace, the latest version it has taken in
+    caseboard_handoff_attempts    each attempt to deliver a handoff to a webhook, and its outcome
 
 A position is written in the same transaction as the deliveries it covers, and only after the broker
 accepted them (docs/adr/0011-outbox-follower.md).
@@ -40,6 +41,9 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS caseboard_consumer_views (consumer TEXT NOT NULL, "
     "workspace_id TEXT NOT NULL, "
     "version BIGINT NOT NULL, PRIMARY KEY (consumer, workspace_id))",
+    "CREATE TABLE IF NOT EXISTS caseboard_handoff_attempts (handoff_id TEXT NOT NULL, workspace_id TEXT NOT NULL, "
+    "webhook TEXT NOT NULL, attempt INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL, outcome TEXT NOT NULL, "
+    "detail TEXT NOT NULL, PRIMARY KEY (handoff_id, webhook, attempt))",
 )
 
 
@@ -218,6 +222,45 @@ class DispatchStore:
             "ON CONFLICT (consumer) DO UPDATE SET duplicates = caseboard_consumer_stats.duplicates + 1",
             (consumer,),
         )
+
+    # -- handoff deliveries (caseboard/handoff/deliver.py) ---------------------------------------------------
+
+    def handoff_attempted(self, handoff_id: str, workspace_id: str, webhook: str, outcome: str, detail: str) -> int:
+        """Records one attempt to deliver ``handoff_id`` to ``webhook`` (``delivered`` or ``failed``, with what
+        happened); returns its number, from 1."""
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO caseboard_handoff_attempts (handoff_id, workspace_id, webhook, attempt, at, outcome, "
+                "detail) SELECT %s, %s, %s, coalesce(max(attempt), 0) + 1, %s, %s, %s "
+                "FROM caseboard_handoff_attempts WHERE handoff_id = %s AND webhook = %s",
+                (handoff_id, workspace_id, webhook, time.time(), outcome, detail, handoff_id, webhook),
+            )
+            cur.execute(
+                "SELECT max(attempt) FROM caseboard_handoff_attempts WHERE handoff_id = %s AND webhook = %s",
+                (handoff_id, webhook),
+            )
+            return int(cur.fetchone()[0])
+
+    def handoff_delivered(self, handoff_id: str) -> set[str]:
+        """The webhooks ``handoff_id`` was delivered to."""
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT DISTINCT webhook FROM caseboard_handoff_attempts WHERE handoff_id = %s AND outcome = %s",
+                (handoff_id, "delivered"),
+            )
+            return {str(row[0]) for row in cur.fetchall()}
+
+    def handoff_attempts(self, workspace_id: str) -> list[dict[str, Any]]:
+        """Every attempt to deliver a handoff of ``workspace_id`` (its key), oldest first."""
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT handoff_id, webhook, attempt, at, outcome, detail FROM caseboard_handoff_attempts "
+                "WHERE workspace_id = %s ORDER BY at, handoff_id, webhook, attempt",
+                (workspace_id,),
+            )
+            rows = cur.fetchall()
+        names = ("handoff_id", "webhook", "attempt", "at", "outcome", "detail")
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     # -- retention ------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -44,6 +44,7 @@ FIXED_QUEUES = (
     "caseboard.snapshot",
     "caseboard.history",
 )
+HANDOFF_QUEUE = "caseboard.handoff"
 
 
 class ConsumerHost:
@@ -57,9 +58,13 @@ class ConsumerHost:
         kinds: tuple[str, ...] = DEFAULT_KINDS,
         max_attempts: int = 5,
         test_hook: str | None = None,
+        handoff: Callable[[Notification], None] | None = None,
     ) -> None:
-        """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``)."""
+        """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``);
+        ``handoff``: what delivers a handoff notification (``caseboard/handoff``); a host without it does not
+        consume the handoff queue."""
         self.store = store
+        self.handoff = handoff
         self.test_hook = test_hook
         self.coordinator = coordinator
         self.participants = dict(participants)
@@ -74,7 +79,8 @@ class ConsumerHost:
         return self.coordinator is None
 
     def queues(self) -> list[str]:
-        return [*FIXED_QUEUES, *(specialist_queue(kind) for kind in self.kinds)]
+        handoff = [HANDOFF_QUEUE] if self.handoff is not None else []
+        return [*FIXED_QUEUES, *handoff, *(specialist_queue(kind) for kind in self.kinds)]
 
     def handle(self, body: dict[str, Any]) -> None:
         notification = Notification.model_validate(body)
@@ -101,6 +107,9 @@ class ConsumerHost:
                 views[notification.workspace_id] = notification.workspace_version
                 if notification.audience == "snapshot":
                     self._effect(notification, self.controller)
+        elif notification.audience == "handoff":
+            if self.handoff is not None:
+                self.handoff(notification)  # raises while a webhook has not taken it: dramatiq retries
         else:
             self._effect(notification, self._participant(notification))
         if self.test_hook == f"pause-after-effect:{consumer}":

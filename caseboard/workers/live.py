@@ -18,6 +18,7 @@ from caseboard.dispatcher.follower import DispatchConfig, Dispatcher
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.dispatcher.wakeup import CommitListener
+from caseboard.handoff.deliver import Deliverer
 from caseboard.workers.controller import Controller
 from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
 from caseboard.workers.plugins import load_participants
@@ -56,8 +57,15 @@ def build_host(
         return ConsumerHost(store, None, {}, kinds=kinds)
     cast = load_participants(participants, kinds)
     controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+    deliverer = Deliverer(store, app.settings.tenants, lambda key, version: app.workspaces.show(key, version))
     return ConsumerHost(
-        store, app.coordinator(), cast, controller, kinds=kinds, test_hook=app.settings.worker_test_hook
+        store,
+        app.coordinator(),
+        cast,
+        controller,
+        kinds=kinds,
+        test_hook=app.settings.worker_test_hook,
+        handoff=deliverer.deliver,
     )
 
 

@@ -196,9 +196,10 @@ LAYERS: dict[str, set[str]] = {
     "settings": {"database_url", "domain", "tenant_config"},
     "tenant_config": {"domain"},
     "intake": {"domain", "tenant_config"},
+    "handoff": {"dispatcher", "domain", "tenant_config"},
     "logs": set(),
     "http_limits": set(),
-    "schemas": {"domain", "projections"},
+    "schemas": {"domain", "projections", "handoff"},
     "projections": {"domain", "ledger", "reducers"},
     "coordinator": {"domain", "ledger", "projections", "reducers"},
     "dispatcher": {"database_url", "domain", "ledger", "projections", "reducers"},
@@ -212,7 +213,10 @@ LAYERS: dict[str, set[str]] = {
         "coordinator", "database_url", "dispatcher", "domain", "evidence", "knowledge", "ledger", "projections",
         "settings", "keys",
     },
-    "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
+    "workers": {
+        "app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs",
+        "handoff",
+    },
     "agent": {
         "app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "reducers", "settings",
         "workers",
@@ -226,7 +230,7 @@ LAYERS: dict[str, set[str]] = {
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge",
+        "knowledge", "handoff",
     },
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
