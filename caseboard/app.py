@@ -9,9 +9,12 @@ import psycopg
 
 from caseboard.coordinator.service import Coordinator
 from caseboard.database_url import DatabaseUrl
+from caseboard.dispatcher.store import DispatchStore
 from caseboard.dispatcher.wakeup import CommitListener, CommitNotifier
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.domain.workspace_key import tenant_part
 from caseboard.evidence import ArtifactStore, open_artifact_store
+from caseboard.handoff.status import handoffs
 from caseboard.knowledge import KnowledgeWriter, open_knowledge_store
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.projections import Workspaces
@@ -30,6 +33,7 @@ class App:
     notifier: Any = None
     _artifacts: ArtifactStore | None = None
     _knowledge: Any = None
+    _dispatch: DispatchStore | None = None
 
     @property
     def on_postgres(self) -> bool:
@@ -54,6 +58,17 @@ class App:
         writer.catch_up()
         return writer
 
+    def handoffs(self, key: str) -> list[dict[str, Any]]:
+        """The handoffs of the workspace ``key`` with every delivery attempt (docs/pilot.md), from the ledger and
+        the dispatch store (opened on first use); empty for the tests' in-memory ledger, which has none."""
+        if self.database is None:
+            return []
+        if self._dispatch is None:
+            self._dispatch = DispatchStore(self.database)
+        tenant = tenant_part(key) or self.workspaces.tenant_of(key, 5.0) or ""
+        webhooks = len(self.settings.tenants.of(tenant).webhooks)
+        return handoffs(key, self.ledger.iter_commits(key), self._dispatch.handoff_attempts(key), webhooks)
+
     def coordinator(self, *, trust_timestamps: bool = False) -> Coordinator:
         if trust_timestamps not in self.coordinators:
             self.coordinators[trust_timestamps] = Coordinator(
@@ -76,6 +91,8 @@ class App:
             self._artifacts.close()
         if self._knowledge is not None:
             self._knowledge.store.close()
+        if self._dispatch is not None:
+            self._dispatch.close()
         self.ledger.close()
 
 

@@ -81,3 +81,16 @@ TENANT_SCHEMA: dict[str, Any] = {
 def tenant_health(who: CallerDep, svc: ServicesDep) -> JSONResponse:
     figures = svc.metrics.watch(svc.app).of_tenant(who.tenant_id)  # the folds /metrics keeps (ADR 0106)
     return JSONResponse({"tenant_id": who.tenant_id, **figures, "meaning": FIGURES})
+
+
+@router.get(
+    "/workspaces/{workspace_id}/handoffs",
+    summary="The workspace's handoffs to people and every attempt to deliver each (docs/pilot.md)",
+    responses={
+        200: {"description": "`handoffs`: each with its id, version, trigger, state and attempts, oldest first"},
+        **ERROR_RESPONSES,
+    },
+)
+def workspace_handoffs(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep) -> JSONResponse:
+    key = workspace_key(svc, who, workspace_id)
+    return JSONResponse({"workspace_id": workspace_id, "handoffs": svc.app.handoffs(key)})

@@ -176,6 +176,7 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
     store = DispatchStore(app.database_url)
     try:
         status = store.status(args.name)
+        handoffs = store.handoff_summary()
     finally:
         store.close()
     outbox = open_outbox(app.ledger)
@@ -187,6 +188,7 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
         "pending": outbox.pending(position),
         **{k: status[k] for k in ("delivered", "processed", "unprocessed", "duplicates_absorbed")},
         **check_broker(app.settings.redis_url if on_redis else None).to_dict(),
+        "handoffs": handoffs,
     }
     sys.stdout.write(json.dumps(report) + "\n")
     return 0

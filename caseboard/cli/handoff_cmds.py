@@ -9,10 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from caseboard.app import App
-from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import UnknownWorkspace
-from caseboard.domain.workspace_key import tenant_part
-from caseboard.handoff.status import handoffs
 
 
 def register(commands: Any) -> None:
@@ -26,13 +23,7 @@ def cmd_handoffs(app: App, args: argparse.Namespace) -> int:
     key = args.workspace
     if app.ledger.head(key) == 0:
         raise UnknownWorkspace(key)
-    store = DispatchStore(app.database or app.database_url)
-    try:
-        attempts = store.handoff_attempts(key)
-    finally:
-        store.close()
-    tenant = tenant_part(key) or app.workspaces.tenant_of(key, 5.0) or ""
-    found = handoffs(key, app.ledger.iter_commits(key), attempts, len(app.settings.tenants.of(tenant).webhooks))
+    found = app.handoffs(key)
     if args.format == "json":
         for entry in found:
             sys.stdout.write(json.dumps(entry) + "\n")

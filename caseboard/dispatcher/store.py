@@ -262,6 +262,17 @@ class DispatchStore:
         names = ("handoff_id", "webhook", "attempt", "at", "outcome", "detail")
         return [dict(zip(names, row, strict=True)) for row in rows]
 
+    def handoff_summary(self) -> dict[str, int]:
+        """Across every workspace: (handoff, webhook) pairs delivered, and those not delivered (yet)."""
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT count(*) FILTER (WHERE delivered), count(*) FILTER (WHERE NOT delivered) FROM (SELECT "
+                "max(CASE WHEN outcome = 'delivered' THEN 1 ELSE 0 END) = 1 AS delivered "
+                "FROM caseboard_handoff_attempts GROUP BY handoff_id, webhook) AS pairs"
+            )
+            delivered, undelivered = cur.fetchone()
+        return {"delivered": int(delivered or 0), "undelivered": int(undelivered or 0)}
+
     # -- retention ------------------------------------------------------------------------------------
 
     def prune(self, older_than_s: float) -> dict[str, int]:

@@ -158,3 +158,5 @@ def test_an_escalation_reaches_the_webhook_signed_once_in_effect_through_failure
     assert outcomes[:2] == ["failed", "failed"] and "delivered" in outcomes
     assert {a["detail"] for a in entry["attempts"] if a["outcome"] == "failed"} == {"HTTP 500"}
     assert all("never-logged" not in a["webhook"] for a in entry["attempts"])  # no query string kept
+    status = json.loads(caseboard("outbox", "status", url=cluster.database_url).stdout)
+    assert status["handoffs"] == {"delivered": 1, "undelivered": 0}

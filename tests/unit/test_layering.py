@@ -211,7 +211,7 @@ LAYERS: dict[str, set[str]] = {
     "client": {"domain"},
     "app": {
         "coordinator", "database_url", "dispatcher", "domain", "evidence", "knowledge", "ledger", "projections",
-        "settings", "keys",
+        "settings", "keys", "handoff",
     },
     "workers": {
         "app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs",
