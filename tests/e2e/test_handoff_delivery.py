@@ -154,8 +154,9 @@ def test_an_escalation_reaches_the_webhook_signed_once_in_effect_through_failure
     assert listing.returncode == 0, listing.stderr
     [entry] = [json.loads(line) for line in listing.stdout.splitlines()]
     assert entry["state"] == "delivered" and entry["trigger"] == "human_review_required"
-    outcomes = [a["outcome"] for a in entry["attempts"]]
-    assert outcomes[:2] == ["failed", "failed"] and "delivered" in outcomes
+    outcomes = [a["outcome"] for a in entry["attempts"]]  # two copies may have been delivered side by side
+    assert outcomes.count("failed") == 2 and outcomes.count("delivered") == len(receiver.requests) - 2
+    assert sorted(a["attempt"] for a in entry["attempts"]) == list(range(1, len(outcomes) + 1))
     assert {a["detail"] for a in entry["attempts"] if a["outcome"] == "failed"} == {"HTTP 500"}
     assert all("never-logged" not in a["webhook"] for a in entry["attempts"])  # no query string kept
     status = json.loads(caseboard("outbox", "status", url=cluster.database_url).stdout)
