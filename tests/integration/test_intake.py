@@ -251,3 +251,15 @@ def test_the_generic_intake_follows_the_same_rules(server: RunningServer) -> Non
     bad = {**body, "alerts": [{**body["alerts"][0], "starts_at": "yesterday"}]}
     answer = client.post("/intake/generic", json=bad)
     assert answer.status_code == 422 and answer.json()["field"].startswith("alerts")
+
+
+def test_a_notice_for_a_closed_workspace_is_recorded_as_a_late_arrival(server: RunningServer) -> None:
+    client = intake(server)
+    first = client.post("/intake/alertmanager", json=notification(alert("fp-1", "a-1"))).json()
+    operator = server.as_("op", "operator")
+    close = {"type": "status", "to": "closed", "reason": "the certificate was rolled back"}
+    assert operator.post(f"/workspaces/{first['workspace_id']}/contributions", json={"items": [close]}).is_success
+    later = client.post("/intake/alertmanager", json=notification(alert("fp-1", "a-1", "resolved")))
+    assert later.status_code == 201, later.text
+    shown = projection(server, first["workspace_id"])
+    assert shown["status"] == "closed" and len(shown["late_arrivals"]) == 1
