@@ -9,6 +9,7 @@ from caseboard.api.event_hub import EventHub
 from caseboard.api.metrics import Metrics
 from caseboard.app import App
 from caseboard.keys import ApiKey, KeyStore, hash_secret
+from caseboard.projections.directory import Directory
 
 
 class KeyCache:
@@ -47,7 +48,12 @@ class Services:
     key_cache: KeyCache = field(default_factory=lambda: KeyCache(1.0))
     events: EventHub = field(init=False)
     """The followers of the ``/events`` streams (``event_hub.py``); closed at server shutdown."""
+    directory: Directory = field(init=False)
+    """Every workspace's row for ``GET /workspaces`` and the console's list, from the notification log (ADR 0151)."""
 
     def __post_init__(self) -> None:
         listen = self.app.listen_for_commits if self.app.ledger.capabilities.live else None
         self.events = EventHub(self.app.ledger, listen, self.poll_interval_s)
+        self.directory = Directory(
+            self.app.ledger.outbox, self.app.workspaces.reducer, self.app.settings.model_calls_per_cycle
+        )
