@@ -57,7 +57,12 @@ def render(report: Report, *, live: dict[str, Any] | None = None, console: dict[
     and ``events``, the stream that tells the page of each new commit)."""
     template = _environment().get_template("report.html.j2")
     if console is not None:
-        console = {**console, "live_json": script_json(console["live"]), "live_js": _asset("static/console_live.js")}
+        console = {
+            **console,
+            "live_json": script_json(console["live"]),
+            "live_js": _asset("static/console_live.js"),
+            "css": _asset("static/console.css"),
+        }
     return template.render(
         r=report,
         p=report.projection,

@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,11 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import Role
 from caseboard.ledger import open_ledger
 from caseboard.reducers import get_reducer
+from caseboard.replay.history import told
 from caseboard.replay.transfer import import_file
 from caseboard.report import model
 from caseboard.report.source import file_record
-from tests.browser import offline_page
+from tests.browser import offline_browser
 from tests.conftest import ROOT, play, scenario_lines, stale_install
 from tests.fake_model_server import FakeModel
 from tests.http_server import RunningServer, observation, open_body, running_server
@@ -128,6 +129,13 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 
 @pytest.fixture(scope="module")
+def browser() -> Iterator[Callable[..., Any]]:
+    """One browser for the module's pages (a fresh context, so no cookie, for each)."""
+    with offline_browser() as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
 def shots() -> Path:
     where = Path(os.environ.get("CASEBOARD_TEST_SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="caseboard-console-"))
     where.mkdir(parents=True, exist_ok=True)
@@ -149,8 +157,10 @@ def rows(page: Any) -> dict[str, dict[str, str]]:
     return {row["id"]: row for row in found}
 
 
-def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_second(console: Console) -> None:
-    with offline_page(console.ours, width=DESKTOP) as (page, seen):
+def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_second(
+    console: Console, browser: Callable[..., Any]
+) -> None:
+    with browser(console.ours, width=DESKTOP) as (page, seen):
         sign_in(page, console, console.token_a)
         shown = rows(page)
         assert set(shown) == console.ids_a
@@ -170,13 +180,21 @@ def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_secon
         page.wait_for_selector("#rows tr[data-id='a-new']", timeout=5_000)
         console.ids_a.add("a-new")
         first = page.locator("#rows tbody tr").first.get_attribute("data-id")
+        page.goto(f"{console.server.base_url}/ui/workspaces/a-05")  # one investigation, live
+        page.wait_for_selector("#cy[data-ready='1']", timeout=10_000)
+        assert page.locator("h1").inner_text() == "a-05 — version 2 of 2"
+        answer = reporter.post("/workspaces/a-05/contributions", json={"items": [observation("obs-live-2")]})
+        assert answer.status_code == 201, answer.text
+        page.wait_for_function("document.querySelector('h1').textContent.includes('version 3 of 3')", timeout=5_000)
+        timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
     assert seen_after < 1.0, f"the commit appeared after {seen_after:.2f} s"
     assert first == "a-new"
+    assert set(timeline) == {"obs-live-1", "obs-live-2"}
     assert seen.errors == [] and seen.refused == []
 
 
-def test_needs_a_person_shows_exactly_the_escalated_ones(console: Console) -> None:
-    with offline_page(console.ours, width=DESKTOP) as (page, seen):
+def test_needs_a_person_shows_exactly_the_escalated_ones(console: Console, browser: Callable[..., Any]) -> None:
+    with browser(console.ours, width=DESKTOP) as (page, seen):
         sign_in(page, console, console.token_a)
         page.check("#needs-person")
         page.wait_for_function("document.querySelectorAll('#rows tbody tr[data-id]').length === 3", timeout=5_000)
@@ -195,7 +213,7 @@ def test_needs_a_person_shows_exactly_the_escalated_ones(console: Console) -> No
 
 
 def test_a_judgments_prompt_and_reply_match_the_stored_bytes_and_a_tampered_one_shows_mismatch(
-    console: Console,
+    console: Console, browser: Callable[..., Any], shots: Path
 ) -> None:
     artifacts = console.server.app.artifacts
     first, second = console.judgments
@@ -205,7 +223,7 @@ def test_a_judgments_prompt_and_reply_match_the_stored_bytes_and_a_tampered_one_
     kept = blob.read_bytes()
     blob.write_bytes(kept.replace(b"planner", b"PLANNER", 1))  # altered in place, not through the store
     try:
-        with offline_page(console.ours, width=DESKTOP) as (page, seen):
+        with browser(console.ours, width=DESKTOP) as (page, seen):
             sign_in(page, console, console.token_a)
             page.goto(f"{console.server.base_url}/ui/workspaces/{AGENT_WS}/judgments")
             good = page.locator(f"article[data-invocation='{first.invocation_id}']")
@@ -219,6 +237,7 @@ def test_a_judgments_prompt_and_reply_match_the_stored_bytes_and_a_tampered_one_
             shown_reply = good.locator(".reply pre").inner_text()
             badge = bad.locator(".prompt .check").inner_text()
             done = good.locator(".done").inner_text()
+            bad.screenshot(path=str(shots / "console-judgments-mismatch.png"))
             shown_version = good.locator("table").inner_text()
     finally:
         blob.write_bytes(kept)
@@ -227,12 +246,20 @@ def test_a_judgments_prompt_and_reply_match_the_stored_bytes_and_a_tampered_one_
     assert messages == [m["content"] for m in prompt]
     assert shown_reply == reply
     assert f"version {first.input_workspace_version}" in shown_version
-    assert "work_request" in done or "accepted" in done or "refused" in done
+    carried = next(c for c in console.server.app.ledger.read(f"tenant-a/{AGENT_WS}") if first in c.items)
+    made = [told(item) for item in carried.items if item.type != "judgment"]
+    assert made and all(f"{what}: accepted" in done for what in made), (made, done)
     assert seen.errors == [] and seen.refused == []
 
 
 def label_overlaps(page: Any) -> tuple[int, list[str]]:
-    boxes: list[dict[str, Any]] = page.evaluate("window.caseboardLabelBoxes()")
+    boxes: list[dict[str, Any]] = page.evaluate(
+        """() => window.caseboardGraph.nodes().map(n => {
+             const b = n.renderedBoundingBox({includeNodes: false, includeEdges: false, includeLabels: true});
+             return {id: n.id(), x1: b.x1, y1: b.y1, x2: b.x2, y2: b.y2};
+           })"""
+    )
+    assert all(b["x2"] - b["x1"] > 10 and b["y2"] - b["y1"] > 3 for b in boxes), boxes  # each label measured
     clashes = []
     for i, one in enumerate(boxes):
         for other in boxes[i + 1 :]:
@@ -249,10 +276,10 @@ def label_overlaps(page: Any) -> tuple[int, list[str]]:
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE])
 def test_no_two_graph_labels_overlap_on_incident_042_and_the_largest_corpus_incident(
-    console: Console, width: int
+    console: Console, browser: Callable[..., Any], width: int
 ) -> None:
-    measured = {}
-    with offline_page(console.ours, width=width, height=900) as (page, seen):
+    measured, styles = {}, {}
+    with browser(console.ours, width=width, height=900) as (page, seen):
         sign_in(page, console, console.token_a)
         for workspace in ("incident-042", console.corpus_id):
             page.goto(f"{console.server.base_url}/ui/workspaces/{workspace}")
@@ -262,10 +289,12 @@ def test_no_two_graph_labels_overlap_on_incident_042_and_the_largest_corpus_inci
                 "window.caseboardGraph.edges('[relation = \"challenges\"]').map(e => [e.style('line-style'),"
                 " parseFloat(e.style('width'))])"
             )
-            assert challenges and all(style == "dashed" and w >= 4 for style, w in challenges)
+            styles[workspace] = challenges
     for workspace, (labels, clashes) in measured.items():
         assert labels >= 6, (workspace, labels)
         assert clashes == [], (workspace, clashes)
+    for challenges in styles.values():  # the challenge edges stand out: thicker than the rest, dashed
+        assert challenges and all(style == "dashed" and w >= 4 for style, w in challenges)
     assert seen.errors == [] and seen.refused == []
 
 
@@ -278,10 +307,10 @@ PAGES = {
 
 
 def test_every_page_at_a_desktops_and_a_phones_width_without_errors_or_sideways_scrolling(
-    console: Console, shots: Path
+    console: Console, browser: Callable[..., Any], shots: Path
 ) -> None:
     widths: dict[str, int] = {}
-    with offline_page(console.ours, width=DESKTOP, height=1000) as (page, seen):
+    with browser(console.ours, width=DESKTOP, height=1000) as (page, seen):
         sign_in(page, console, console.token_a)
         for device, width in (("desktop", DESKTOP), ("phone", PHONE)):
             page.set_viewport_size({"width": width, "height": 1000 if device == "desktop" else 844})

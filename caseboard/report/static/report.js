@@ -87,12 +87,6 @@
   }
   layout();
   window.caseboardGraph = cy;
-  window.caseboardLabelBoxes = function () {
-    return cy.nodes().map(function (n) {
-      var b = n.renderedBoundingBox({ includeNodes: false, includeEdges: false, includeLabels: true });
-      return { id: n.id(), x1: b.x1, y1: b.y1, x2: b.x2, y2: b.y2 };
-    });
-  };
   container.setAttribute("data-nodes", String(cy.nodes().length));
   container.setAttribute("data-edges", String(cy.edges().length));
   container.setAttribute("data-ready", "1");
