@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context import BenchContext
 
-SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale"]
+SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale", "console"]
 
 
 def main() -> int:
