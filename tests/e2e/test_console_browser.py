@@ -276,7 +276,7 @@ def label_overlaps(page: Any) -> tuple[int, list[str]]:
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE])
 def test_no_two_graph_labels_overlap_on_incident_042_and_the_largest_corpus_incident(
-    console: Console, browser: Callable[..., Any], width: int
+    console: Console, browser: Callable[..., Any], shots: Path, width: int
 ) -> None:
     measured, styles = {}, {}
     with browser(console.ours, width=width, height=900) as (page, seen):
@@ -285,6 +285,7 @@ def test_no_two_graph_labels_overlap_on_incident_042_and_the_largest_corpus_inci
             page.goto(f"{console.server.base_url}/ui/workspaces/{workspace}")
             page.wait_for_selector("#cy[data-ready='1']", timeout=10_000)
             measured[workspace] = label_overlaps(page)
+            page.locator("#graph").screenshot(path=str(shots / f"console-graph-{workspace}-{width}.png"))
             challenges = page.evaluate(
                 "window.caseboardGraph.edges('[relation = \"challenges\"]').map(e => [e.style('line-style'),"
                 " parseFloat(e.style('width'))])"
@@ -324,7 +325,8 @@ def test_every_page_at_a_desktops_and_a_phones_width_without_errors_or_sideways_
                 widths[f"{name}-{device}"] = page.evaluate(
                     "document.documentElement.scrollWidth - document.documentElement.clientWidth"
                 )
-                page.screenshot(path=str(shots / f"console-{name}-{device}.png"), full_page=device == "desktop")
+                whole = device == "desktop" and name in ("list", "diff")
+                page.screenshot(path=str(shots / f"console-{name}-{device}.png"), full_page=whole)
         diff_text = None
         page.goto(console.server.base_url + PAGES["diff"])
         diff_text = page.locator("#status-changes").inner_text()
