@@ -63,7 +63,7 @@ class WorkspaceRow(BaseModel):
     """What the projection's ``late_counterevidence`` holds (a count); null when the reducer's projection has
     no such field."""
     order: int
-    """The row's place in the order of opening: ``before`` of the next page."""
+    """The row's place in the order its tenant's workspaces opened in: ``before`` of the next page."""
 
 
 class WorkspaceList(BaseModel):

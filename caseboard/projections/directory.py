@@ -39,7 +39,8 @@ LATE = "late_counterevidence"
 class _Entry:
     key: str
     seq: int
-    """The order the workspace opened in, as the log has it: the list is newest first by it."""
+    """The order the workspace opened in among its tenant's, as the log has it: the list is newest first by it
+    (counted per tenant, so it says nothing of other tenants' workspaces)."""
     state: WorkspaceState
     opened_at: datetime
     last_at: datetime
@@ -88,7 +89,7 @@ class Directory:
             if commit.version != 1 or not commit.items or not isinstance(commit.items[0], it.Open):
                 return  # not a workspace's opening: nothing the list can show
             initial = self.reducer.initial(commit.workspace_id)
-            found = _Entry(commit.key, len(self.entries), initial, commit.at, commit.at)
+            found = _Entry(commit.key, 0, initial, commit.at, commit.at)
             self.entries[commit.key] = found
         elif commit.version != found.state.version + 1:
             return  # seen already (the log never skips a version of a workspace)
@@ -104,7 +105,9 @@ class Directory:
         tenant = tenant_of(found.state)
         if tenant is not None:
             if commit.version == 1:
-                self.tenants.setdefault(tenant, []).append(found)
+                opened = self.tenants.setdefault(tenant, [])
+                found.seq = len(opened)
+                opened.append(found)
             self.changed[tenant] = self.changed.get(tenant, 0) + 1
 
     def moved(self, tenant_id: str) -> int:

@@ -70,7 +70,9 @@ def test_a_tenants_workspaces_newest_first_paginated_filtered_and_moved_on_by_ne
     assert page["total"] == 4
     rest = directory.listing("tenant-a", limit=3, before=page["next_before"])
     assert [r["workspace_id"] for r in rest["workspaces"]] == ["ws-0"] and rest["next_before"] is None
-    assert [r["workspace_id"] for r in directory.listing("tenant-b")["workspaces"]] == ["ws-5", "ws-3", "ws-1"]
+    others = directory.listing("tenant-b")["workspaces"]
+    assert [r["workspace_id"] for r in others] == ["ws-5", "ws-3", "ws-1"]
+    assert [r["order"] for r in others] == [2, 1, 0]  # counted in the tenant: nothing of tenant-a's shows
     assert directory.listing("tenant-c") == {"tenant_id": "tenant-c", "total": 0, "workspaces": [], "next_before": None}
     needs = directory.listing("tenant-a", needs_person=True)["workspaces"]
     assert [(r["workspace_id"], r["needs_person"]) for r in needs] == [("ws-2", ["budget_exhausted"])]
