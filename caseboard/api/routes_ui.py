@@ -40,7 +40,6 @@ from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.keys import ApiKey
-from caseboard.projections.directory import NEEDS_PERSON
 from caseboard.projections.health import ledger_health
 from caseboard.reducers import get_reducer
 from caseboard.replay.history import VersionNotRecorded, check_versions, diff, history, told
@@ -61,13 +60,14 @@ JSON_ERRORS: dict[int | str, dict[str, Any]] = {
 """The API's refusals, declared as JSON (a page route's own answers are HTML)."""
 
 LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>caseboard: sign in</title>
-<style>body{{font:14px system-ui,sans-serif;margin:3em}}input{{width:32em}}</style></head><body>
-<h1>caseboard auditor pages</h1><p>{message}</p>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font:14px system-ui,sans-serif;margin:3em 1em}}input{{width:32em;max-width:90%}}</style></head><body>
+<h1>caseboard console</h1><p>{message}</p>
 <form method="post" action="/ui/login"><label>API key <input type="password" name="token" autocomplete="off">
 </label> <button type="submit">Sign in</button></form></body></html>"""
 
-STATUSES = ("investigating", "supported_conclusion", *NEEDS_PERSON, "closed")
-"""The statuses the list's filter offers (DESIGN.md §1's workspace statuses)."""
+STATUSES = tuple(status.value for status in it.Status)
+"""The statuses the list's filter offers: every workspace status."""
 LIVE_POLL_S = 0.25
 """How often a list stream asks the directory for new commits (one read of the log for all streams: ``FRESH_S``)."""
 LIST_STREAM_S = 300.0
