@@ -48,6 +48,7 @@
     var status = [text("span", w.status, "status status-" + w.status)];
     w.needs_person.forEach(function (why) { status.push(document.createTextNode(" ")); status.push(text("span", why === w.status ? "needs a person" : why.replace(/_/g, " "), "needs")); });
     if (w.status_reason) { status.push(document.createElement("br")); status.push(text("small", w.status_reason)); }
+    if (w.handoff) { status.push(document.createElement("br")); status.push(text("small", "handoff: " + w.handoff, "handoff")); }
     cell(tr, "status", status);
     cell(tr, "version", String(w.workspace_version)).className = "version";
     cell(tr, "service", (w.service || "-") + (w.environment ? " (" + w.environment + ")" : ""));
