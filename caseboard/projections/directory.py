@@ -57,6 +57,8 @@ class Directory:
     outbox_of: Callable[[], Outbox]
     reducer: Reducer[WorkspaceState]
     calls_per_cycle: int
+    charged: Callable[[Commit], tuple[int, int]]
+    """The model calls and tokens a commit's judgments charge to the budget (``agent/budget.py::spent``)."""
     position: Position = START
     entries: dict[str, _Entry] = field(default_factory=dict)
     tenants: dict[str, list[_Entry]] = field(default_factory=dict)
@@ -95,12 +97,9 @@ class Directory:
             return  # seen already (the log never skips a version of a workspace)
         found.state = self.reducer.evolve(found.state, commit)
         found.last_at = commit.at
-        for item in commit.items:
-            if isinstance(item, it.Judgment):
-                found.calls += 1
-                usage = item.output.get("usage")
-                if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
-                    found.tokens += usage["total_tokens"]
+        calls, tokens = self.charged(commit)
+        found.calls += calls
+        found.tokens += tokens
         found.row = None
         tenant = tenant_of(found.state)
         if tenant is not None:

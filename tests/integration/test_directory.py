@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from caseboard.api.services import charged
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
 from caseboard.ledger.base import EventsourcingLedger
@@ -63,7 +64,7 @@ def test_a_tenants_workspaces_newest_first_paginated_filtered_and_moved_on_by_ne
         submit(coordinator, f"ws-{n}", tenant, "operator", opened(tenant, service))
     submit(coordinator, "ws-2", "tenant-a", "operator", {"type": "status", "to": "budget_exhausted", "reason": "spent"})
     submit(coordinator, "ws-6", "tenant-a", "controller", judgment(1, 300), judgment(2, 200))
-    directory = Directory(ledger.outbox, get_reducer(), calls_per_cycle=12)
+    directory = Directory(ledger.outbox, get_reducer(), 12, charged)
     directory.refresh()
     page = directory.listing("tenant-a", limit=3)
     assert [r["workspace_id"] for r in page["workspaces"]] == ["ws-6", "ws-4", "ws-2"]
@@ -109,7 +110,7 @@ def test_late_counterevidence_is_read_from_the_projection_when_the_reducer_rende
             late = [{"observation": "obs-before-change"}] if state.workspace_id == "ws-late" else []
             return {**current.render(state), "late_counterevidence": late}
 
-        directory = Directory(ledger.outbox, dataclasses.replace(current, render=render), calls_per_cycle=1)
+        directory = Directory(ledger.outbox, dataclasses.replace(current, render=render), 1, charged)
         directory.refresh()
         rows = {r["workspace_id"]: r for r in directory.listing("tenant-a")["workspaces"]}
         assert rows["ws-late"]["late_counterevidence"] == 1
