@@ -14,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.context import BenchContext
 
-SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale", "pilot"]
+SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale"]
+SECTIONS += ["console"]  # the operator's console (docs/console.md)
+SECTIONS += ["pilot"]  # the pilot loop's two ends (docs/pilot.md)
 
 
 def main() -> int:

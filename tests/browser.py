@@ -65,3 +65,47 @@ def offline_page(allowed: Callable[[str], bool], width: int = 1400, height: int 
             yield page, seen
         finally:
             browser.close()
+
+
+@contextmanager
+def offline_browser() -> Iterator[Callable[..., Any]]:
+    """One headless browser for several pages (a module's tests): yields ``opened(allowed, width, height)``, a
+    context manager that gives a fresh page (its own context, so no cookie is shared) and its ``Seen``, refused
+    and collected as ``offline_page``'s."""
+    executable = chromium()
+    from playwright.sync_api import ConsoleMessage, Route, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+
+        @contextmanager
+        def opened(allowed: Callable[[str], bool], width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, Seen]]:
+            seen = Seen()
+
+            def offline(route: Route) -> None:
+                if allowed(route.request.url):
+                    route.continue_()
+                else:
+                    seen.refused.append(route.request.url)
+                    route.abort("internetdisconnected")
+
+            def console(message: ConsoleMessage) -> None:
+                if message.type in ("error", "warning"):
+                    seen.errors.append(f"{message.type}: {message.text}")
+
+            context = browser.new_context(viewport={"width": width, "height": height})
+            try:
+                page = context.new_page()
+                page.on("console", console)
+                page.on("pageerror", lambda error: seen.errors.append(f"pageerror: {error}"))
+                page.route("**/*", offline)
+                yield page, seen
+            finally:
+                context.close()
+
+        try:
+            yield opened
+        finally:
+            browser.close()

@@ -28,6 +28,7 @@ from caseboard.reducers import WorkspaceState
 
 PROMPT_MEDIA_TYPE = "application/json"
 PROMPT_SOURCE = "caseboard.agent"
+REPLY_MEDIA_TYPE = "text/plain; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -92,5 +93,12 @@ class Board:
     def keep_prompt(self, tenant_id: str, data: bytes, stored_by: str) -> str:
         stored = self.app.artifacts.put(
             tenant_id, [data], stored_by=stored_by, media_type=PROMPT_MEDIA_TYPE, source_system=PROMPT_SOURCE
+        )
+        return stored.meta.artifact_id
+
+    def keep_reply(self, tenant_id: str, data: bytes, stored_by: str) -> str:
+        """The exact bytes of a model's reply, kept as the prompt is (ADR 0152)."""
+        stored = self.app.artifacts.put(
+            tenant_id, [data], stored_by=stored_by, media_type=REPLY_MEDIA_TYPE, source_system=PROMPT_SOURCE
         )
         return stored.meta.artifact_id

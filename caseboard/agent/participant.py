@@ -202,6 +202,9 @@ class ModelParticipant:
             unavailable = {"reason": "model_unavailable", "message": str(error)}
             return Decision(view.built_from_version, [], refused(judgment, unavailable), unavailable)
         judgment["model"] = reply.model[:256] or self.model.name
+        if reply.content is not None:  # the exact reply, by its SHA-256, beside the prompt (ADR 0152)
+            tenant = reading.projection["scope"]["tenant_id"]
+            output["reply_artifact"] = self.board.keep_reply(tenant, reply.content.encode("utf-8"), self.principal)
         output.update(usage=_usage(reply), latency_ms=reply.latency_ms, attempts=reply.attempts)
         if reply.errors:
             output["errors"] = list(reply.errors)

@@ -29,6 +29,9 @@ class JudgmentEntry(BaseModel):
     prompt_sha256: str
     prompt_artifact: str
     """The exact messages sent: an artifact of the workspace's tenant (``GET /artifacts/{id}``)."""
+    reply_artifact: str | None = None
+    """The exact reply received, an artifact of the workspace's tenant; null when the judgment does not name one
+    (no reply, or recorded before replies were kept)."""
     input_workspace_version: int
     """The version the model was shown."""
     evidence_revisions: dict[str, int]

@@ -1,4 +1,10 @@
-"""``/ui/``: the auditor's page (``caseboard report``'s) served live for a key's tenant, with a version slider.
+"""``/ui/``: the operator's console and the auditor's page (``caseboard report``'s), for a key's tenant, read-only.
+
+``/ui/`` lists the tenant's investigations (``routes_console.listing``, live through ``/ui/api/workspaces/events``);
+``/ui/workspaces/{id}`` is the auditor's page with a version slider and what the console adds (work in flight,
+incomplete checks, health; reloaded on each commit while it shows the head); ``.../judgments`` every model call
+with its exact prompt and reply checked against the artifact store; ``.../diff`` what ``caseboard diff`` says.
+Nothing here changes anything: every route is a GET but signing in and out (docs/console.md, ADR 0151).
 
 A browser cannot send a bearer header when it follows a link, so the key may also come from a cookie:
 ``POST /ui/login`` (a form with the token) checks the key and sets ``caseboard_key`` (HttpOnly,
@@ -10,21 +16,33 @@ checks it: a broken chain is shown up to the version before the first bad one, a
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import AsyncIterator
+from functools import partial
 from html import escape
 from typing import Annotated, Any
 from urllib.parse import quote
 
 import anyio
-from fastapi import APIRouter, Cookie, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Cookie, Form, Header, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security.utils import get_authorization_scheme_param
 
+from caseboard.agent.audit import stored_bytes
 from caseboard.api.auth import Caller, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
+from caseboard.api.event_hub import end_event
+from caseboard.api.routes_console import FRESH_S, Before, Limit, NeedsPerson, Statuses, Text, WorkspaceList, listing
+from caseboard.api.routes_events import KEEPALIVE_S, _follow, _key_active
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
+from caseboard.domain import items as it
+from caseboard.domain.errors import LedgerUnavailable
 from caseboard.keys import ApiKey
+from caseboard.projections.health import ledger_health
 from caseboard.reducers import get_reducer
+from caseboard.replay.history import VersionNotRecorded, check_versions, diff, history, told
 from caseboard.report import model, page
 from caseboard.report.source import ledger_record
 
@@ -42,16 +60,17 @@ JSON_ERRORS: dict[int | str, dict[str, Any]] = {
 """The API's refusals, declared as JSON (a page route's own answers are HTML)."""
 
 LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>caseboard: sign in</title>
-<style>body{{font:14px system-ui,sans-serif;margin:3em}}input{{width:32em}}</style></head><body>
-<h1>caseboard auditor pages</h1><p>{message}</p>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font:14px system-ui,sans-serif;margin:3em 1em}}input{{width:32em;max-width:90%}}</style></head><body>
+<h1>caseboard console</h1><p>{message}</p>
 <form method="post" action="/ui/login"><label>API key <input type="password" name="token" autocomplete="off">
 </label> <button type="submit">Sign in</button></form></body></html>"""
 
-INDEX = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>caseboard: workspaces</title>
-<style>body{{font:14px system-ui,sans-serif;margin:3em}}</style></head><body>
-<h1>caseboard auditor pages</h1><p>Signed in as {principal} (tenant {tenant}). <a href="/ui/logout">Sign out</a></p>
-<form method="get" action="/ui/open"><label>Workspace <input name="workspace" required></label>
-<button type="submit">Show</button></form></body></html>"""
+STATUSES = tuple(status.value for status in it.Status)
+"""The statuses the list's filter offers: every workspace status."""
+LIVE_POLL_S = 0.25
+"""How often a list stream asks the directory for new commits (one read of the log for all streams: ``FRESH_S``)."""
+LIST_STREAM_S = 300.0
 
 
 def _key(svc: Services, token: str) -> ApiKey | None:
@@ -63,11 +82,16 @@ def _key(svc: Services, token: str) -> ApiKey | None:
     return key
 
 
-async def _caller(request: Request, svc: Services, cookie: str | None) -> Caller | None:
-    """The caller of a page: a bearer header, else the cookie; None when neither names a live key."""
+def _token(request: Request, cookie: str | None) -> str:
     scheme, token = get_authorization_scheme_param(request.headers.get("Authorization"))
     if scheme.lower() != "bearer" or not token:
         token = cookie or ""
+    return token
+
+
+async def _caller(request: Request, svc: Services, cookie: str | None) -> Caller | None:
+    """The caller of a page: a bearer header, else the cookie; None when neither names a live key."""
+    token = _token(request, cookie)
     if not token:
         return None
     key = await anyio.to_thread.run_sync(_key, svc, token)
@@ -76,18 +100,53 @@ async def _caller(request: Request, svc: Services, cookie: str | None) -> Caller
     return Caller(key, key.roles[0])  # reading asks only for the tenant, in whichever role
 
 
+async def _reader(request: Request, svc: Services, cookie: str | None) -> Caller:
+    """The caller of a page or of its data, or the contract's 401."""
+    who = await _caller(request, svc, cookie)
+    if who is None:
+        raise ApiError(
+            "unauthenticated",
+            "an API key is required: Authorization: Bearer <token>, or sign in at /ui/",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return who
+
+
+def _console(who: Caller, page_name: str, workspace_id: str | None = None) -> dict[str, Any]:
+    """What every console page's navigation shows."""
+    return {
+        "page": page_name,
+        "principal": who.key.principal,
+        "tenant": who.tenant_id,
+        "workspace_id": workspace_id,
+        "base": None if workspace_id is None else f"/ui/workspaces/{quote(workspace_id, safe='')}",
+    }
+
+
 def _login(message: str, status: int = 401) -> HTMLResponse:
     return HTMLResponse(LOGIN.format(message=escape(message)), status_code=status)
 
 
 @router.get(
-    "/", response_class=HTMLResponse, responses=HTML_401, summary="Sign in, or pick a workspace of the key's tenant"
+    "/", response_class=HTMLResponse, responses=HTML_401, summary="Sign in, or the key's tenant's investigations"
 )
-async def index(request: Request, svc: ServicesDep, key: KeyCookie = None) -> Response:
+async def index(
+    request: Request,
+    svc: ServicesDep,
+    status: Statuses = None,
+    needs_person: NeedsPerson = False,
+    q: Text = None,
+    limit: Limit = 50,
+    key: KeyCookie = None,
+) -> Response:
     who = await _caller(request, svc, key)
     if who is None:
         return _login("Sign in with an API key (caseboard keys create).", 200 if key is None else 401)
-    return HTMLResponse(INDEX.format(principal=escape(who.key.principal), tenant=escape(who.tenant_id)))
+    first = await anyio.to_thread.run_sync(listing, svc, who.tenant_id, status, needs_person, q, None, limit)
+    query = {"q": q, "status": status[0] if status else None, "needs_person": needs_person}
+    data = {"page": first, "events": "/ui/api/workspaces/events", "api": "/ui/api/workspaces"}
+    html = page.render_console("list", _console(who, "list"), data, statuses=STATUSES, query=query)
+    return HTMLResponse(html)
 
 
 @router.post(
@@ -131,18 +190,293 @@ async def workspace_page(
     reducer: Annotated[str | None, Query(max_length=64, description="a reducer version")] = None,
     key: KeyCookie = None,
 ) -> Response:
-    who = await _caller(request, svc, key)
-    if who is None:
-        raise ApiError(
-            "unauthenticated",
-            "an API key is required: Authorization: Bearer <token>, or sign in at /ui/",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    who = await _reader(request, svc, key)
     ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
     chosen = get_reducer(reducer)
+    url = f"/ui/workspaces/{quote(workspace_id, safe='')}"
 
     def build() -> str:
         report = model.build_from(ledger_record(svc.app.ledger, ledger_key), chosen, version)
-        return page.render(report, live={"url": f"/ui/workspaces/{quote(workspace_id, safe='')}"})
+        console = {
+            **_console(who, "workspace", workspace_id),
+            **_in_flight(report.projection, ledger_health(svc.app.ledger, ledger_key, report.version)),
+            "judgments_url": f"{url}/judgments",
+            "live": {
+                "events": f"{url}/events",
+                "head": report.recorded,
+                "at_head": version is None and report.intact,
+            },
+        }
+        return page.render(report, live={"url": url}, console=console)
 
     return HTMLResponse(await anyio.to_thread.run_sync(build))
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _in_flight(projection: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+    """Work in flight (awaiting a result or claimed: holder, lease, ages as of the version's commit time),
+    incomplete checks with the coverage they do not state, and the health figures."""
+    ages = {r["request_id"]: r for r in health["outstanding_work"]["requests"]}
+    in_flight = []
+    for work in projection["work"]:
+        if work["status"] not in ("awaiting_result", "claimed"):
+            continue
+        age = ages.get(work["request_id"], {})
+        in_flight.append(
+            {
+                **work,
+                "state": "lease_lapsed" if work.get("lease_lapsed") else work["status"],
+                "age": _age(age.get("age_s")),
+                "claimed_for": _age(age["claimed_for_s"]) if age.get("claimed_for_s") is not None else None,
+            }
+        )
+    incomplete = []
+    for work in projection.get("incomplete_work", []):
+        coverage = work.get("coverage") or {}
+        missing = list(work.get("missing") or [])
+        if not missing:
+            missing = [
+                what
+                for what, absent in (
+                    ("a time range", not coverage.get("time_range")),
+                    ("targets", not coverage.get("targets")),
+                    ("filters", not coverage.get("filters")),
+                    ("completion", coverage.get("completed") is not True),
+                )
+                if absent
+            ]
+        incomplete.append({**work, "coverage": coverage, "missing": missing})
+    return {"in_flight": in_flight, "incomplete": incomplete, "health": health}
+
+
+@router.get(
+    "/workspaces/{workspace_id}/judgments",
+    response_class=HTMLResponse,
+    responses=JSON_ERRORS,
+    summary="Every model call of a workspace: its exact prompt and reply, checked against the recorded SHA-256",
+)
+async def judgments_page(
+    request: Request, workspace_id: WorkspaceId, svc: ServicesDep, key: KeyCookie = None
+) -> Response:
+    who = await _reader(request, svc, key)
+    ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
+
+    def build() -> str:
+        record = ledger_record(svc.app.ledger, ledger_key)
+        calls = []
+        tenant = None
+        for commit in record.commits:
+            if commit.version == 1 and commit.items and isinstance(commit.items[0], it.Open):
+                tenant = commit.items[0].scope.tenant_id
+            done = [
+                {"item": told(item), "decision": decision}
+                for item, decision in zip(commit.items, commit.decisions, strict=True)
+                if not isinstance(item, it.Judgment)
+            ]
+            for item in commit.items:
+                if isinstance(item, it.Judgment):
+                    author = commit.author.principal
+                    calls.append(_call(svc, tenant or who.tenant_id, commit.version, author, item, done))
+        context = {"chain": model.chain_summary(record.chain), "calls": calls}
+        return page.render_console("judgments", _console(who, "judgments", workspace_id), None, **context)
+
+    return HTMLResponse(await anyio.to_thread.run_sync(build))
+
+
+def _call(
+    svc: Services, tenant: str, version: int, principal: str, item: it.Judgment, done: list[dict[str, Any]]
+) -> dict[str, Any]:
+    output = item.output
+    prompt = stored_bytes(svc.app.artifacts, tenant, item.prompt_sha256)
+    if prompt["text"] is not None:
+        prompt["messages"] = _messages(prompt["text"])
+    reply_id = output.get("reply_artifact")
+    if isinstance(reply_id, str) and reply_id.startswith("sha256:"):
+        reply = stored_bytes(svc.app.artifacts, tenant, reply_id.removeprefix("sha256:"))
+    else:  # recorded before replies were kept: what the judgment itself holds (sealed in its commit)
+        recorded = output.get("reply", output.get("raw"))
+        text = None if recorded is None else recorded if isinstance(recorded, str) else json.dumps(recorded, indent=2)
+        reply = {"check": "recorded", "sha256": output.get("reply_sha256"), "text": text, "detail": None}
+    usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
+    return {
+        "version": version,
+        "principal": principal,
+        "invocation_id": item.invocation_id,
+        "component": item.component,
+        "model": item.model,
+        "shown": item.input_workspace_version,
+        "revisions": dict(item.evidence_revisions),
+        "usage": usage,
+        "latency_ms": output.get("latency_ms"),
+        "attempts": output.get("attempts"),
+        "refusal": output.get("refusal"),
+        "prompt": prompt,
+        "reply": reply,
+        "done": [] if output.get("refusal") else done,
+    }
+
+
+def _messages(text: str) -> list[dict[str, str]] | None:
+    """The messages of a prompt (``participant.canonical``), shown one by one; None when it is not such a list."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(found, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in found
+    ):
+        return found
+    return None
+
+
+@router.get(
+    "/workspaces/{workspace_id}/diff",
+    response_class=HTMLResponse,
+    responses=JSON_ERRORS,
+    summary="What changed between two versions, and why each status changed (caseboard diff)",
+)
+async def diff_page(
+    request: Request,
+    workspace_id: WorkspaceId,
+    svc: ServicesDep,
+    start: Annotated[int | None, Query(alias="from", ge=1, description="the earlier version")] = None,
+    end: Annotated[int | None, Query(alias="to", ge=1, description="the later version (default: the head)")] = None,
+    key: KeyCookie = None,
+) -> Response:
+    who = await _reader(request, svc, key)
+    ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
+    reducer = get_reducer()
+
+    def build() -> str:
+        record = ledger_record(svc.app.ledger, ledger_key)
+        recorded = record.chain.commits if record.chain.problem is None else record.chain.problem.version - 1
+        to = recorded if end is None else end
+        first = max(1, to - 1) if start is None else start
+        if first > to:
+            raise ApiError("invalid", f"from {first} is after to {to}: give the earlier version first", field="from")
+        walked = history(record.commits, reducer, upto=to, keep={first, to}, source=f"ledger {workspace_id}")
+        try:
+            check_versions(walked.head, from_=first, to=to)
+        except VersionNotRecorded as error:
+            raise ApiError("invalid", str(error).replace("--", ""), field="to") from None
+        result = diff(walked.steps, walked.facets_at, first, to)
+        context = {"d": result, "recorded": recorded, "chain": model.chain_summary(record.chain)}
+        return page.render_console("diff", _console(who, "diff", workspace_id), None, **context)
+
+    return HTMLResponse(await anyio.to_thread.run_sync(build))
+
+
+@router.get(
+    "/workspaces/{workspace_id}/events",
+    response_class=StreamingResponse,
+    responses=JSON_ERRORS,
+    summary="The workspace's commits as server-sent events, for its page (GET /workspaces/{id}/events, by cookie)",
+)
+async def workspace_events(
+    request: Request,
+    workspace_id: WorkspaceId,
+    svc: ServicesDep,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    key: KeyCookie = None,
+) -> StreamingResponse:
+    who = await _reader(request, svc, key)
+    ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
+    if last_event_id is not None and last_event_id.isdigit():
+        after = max(after, int(last_event_id))
+    stream = _follow(request, svc, ledger_key, after, 300.0, _token(request, key))
+    return StreamingResponse(stream, media_type="text/event-stream", headers=NO_CACHE)
+
+
+NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@router.get(
+    "/api/workspaces",
+    response_model=WorkspaceList,
+    responses=JSON_ERRORS,
+    summary="GET /workspaces for the console's page, by cookie",
+)
+async def list_for_page(
+    request: Request,
+    svc: ServicesDep,
+    status: Statuses = None,
+    needs_person: NeedsPerson = False,
+    q: Text = None,
+    before: Before = None,
+    limit: Limit = 50,
+    key: KeyCookie = None,
+) -> JSONResponse:
+    who = await _reader(request, svc, key)
+    found = await anyio.to_thread.run_sync(listing, svc, who.tenant_id, status, needs_person, q, before, limit)
+    return JSONResponse(found)
+
+
+@router.get(
+    "/api/workspaces/events",
+    response_class=StreamingResponse,
+    responses=JSON_ERRORS,
+    summary="The console's list as server-sent events: a `list` event (the page, as GET /workspaces) at once and "
+    "whenever a workspace of the tenant moves",
+)
+async def list_events(
+    request: Request,
+    svc: ServicesDep,
+    status: Statuses = None,
+    needs_person: NeedsPerson = False,
+    q: Text = None,
+    before: Before = None,
+    limit: Limit = 50,
+    key: KeyCookie = None,
+) -> StreamingResponse:
+    who = await _reader(request, svc, key)
+    query = partial(listing, svc, who.tenant_id, status, needs_person, q, before, limit)
+    return StreamingResponse(
+        _list_stream(request, svc, who.tenant_id, query, _token(request, key)),
+        media_type="text/event-stream",
+        headers=NO_CACHE,
+    )
+
+
+async def _list_stream(request: Request, svc: Services, tenant_id: str, query: Any, token: str) -> AsyncIterator[str]:
+    """The page at once, then again each time the directory sees a commit of the tenant (asked every
+    ``LIVE_POLL_S``); ends after ``LIST_STREAM_S`` (the browser reconnects), when the key is revoked, or when
+    the ledger cannot be read."""
+    deadline = time.monotonic() + LIST_STREAM_S
+    revocation_s = max(svc.key_cache.ttl_s, 0.05)
+    checked = quiet = time.monotonic()
+    sent: int | None = None
+    yield "retry: 1000\n\n"
+    try:
+        while time.monotonic() < deadline:
+            if await request.is_disconnected():
+                return
+            if time.monotonic() - checked >= 0.75 * revocation_s:
+                checked = time.monotonic()
+                if not await svc.events.keys.still_valid(token, partial(_key_active, svc), 0.25 * revocation_s):
+                    yield end_event("revoked", 0)
+                    return
+            await anyio.to_thread.run_sync(svc.directory.refresh, FRESH_S)
+            moved = svc.directory.moved(tenant_id)
+            if moved != sent:
+                sent = moved
+                quiet = time.monotonic()
+                found = await anyio.to_thread.run_sync(query)
+                yield f"event: list\ndata: {json.dumps(found, separators=(',', ':'))}\n\n"
+            elif time.monotonic() - quiet >= KEEPALIVE_S:
+                quiet = time.monotonic()
+                yield ": keep-alive\n\n"
+            await anyio.sleep(LIVE_POLL_S)
+    except LedgerUnavailable:
+        yield end_event("unavailable", 0)
+        return
+    yield end_event("timeout", 0)

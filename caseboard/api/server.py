@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 
 from caseboard.api import (
     routes_artifacts,
+    routes_console,
     routes_events,
     routes_health,
     routes_intake,
@@ -78,7 +79,8 @@ def create_app(
         api.include_router(module.router)
     api.include_router(routes_health.router)  # GET /workspaces/{id}/health (docs/health.md)
     api.include_router(routes_knowledge.router)  # GET /knowledge: prior findings (docs/knowledge.md)
-    api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md)
+    api.include_router(routes_console.router)  # GET /workspaces: the tenant's list (docs/console.md)
+    api.include_router(routes_ui.router)  # /ui/: the auditor's pages (docs/auditor.md) and the console
     api.include_router(routes_intake.router)  # POST /intake/...: alerts open and feed workspaces (docs/pilot.md)
     serve_docs_offline(api)  # /docs and /redoc with their assets served here, never from a CDN
     from caseboard.mcp_server import mount_mcp  # here, not at the top: it imports this package's modules

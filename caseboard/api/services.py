@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from caseboard.agent.budget import spent
 from caseboard.api.event_hub import EventHub
 from caseboard.api.metrics import Metrics
 from caseboard.app import App
+from caseboard.domain.commit import Commit
 from caseboard.keys import ApiKey, KeyStore, hash_secret
+from caseboard.projections.directory import Directory
 
 
 class KeyCache:
@@ -37,6 +40,12 @@ class KeyCache:
         self._entries.pop(hash_secret(token), None)
 
 
+def charged(commit: Commit) -> tuple[int, int]:
+    """The model calls and tokens a commit's judgments charge to its workspace's budget (ADR 0112)."""
+    found = spent([commit])
+    return found.calls, found.tokens
+
+
 @dataclass
 class Services:
     app: App
@@ -47,7 +56,12 @@ class Services:
     key_cache: KeyCache = field(default_factory=lambda: KeyCache(1.0))
     events: EventHub = field(init=False)
     """The followers of the ``/events`` streams (``event_hub.py``); closed at server shutdown."""
+    directory: Directory = field(init=False)
+    """Every workspace's row for ``GET /workspaces`` and the console's list, from the notification log (ADR 0151)."""
 
     def __post_init__(self) -> None:
         listen = self.app.listen_for_commits if self.app.ledger.capabilities.live else None
         self.events = EventHub(self.app.ledger, listen, self.poll_interval_s)
+        self.directory = Directory(
+            self.app.ledger.outbox, self.app.workspaces.reducer, self.app.settings.model_calls_per_cycle, charged
+        )

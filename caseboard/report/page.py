@@ -51,15 +51,40 @@ def script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(report: Report, *, live: dict[str, Any] | None = None) -> str:
-    """The page. ``live`` (the ``/ui/`` route): the URL of this page and the versions its slider offers."""
+def render(report: Report, *, live: dict[str, Any] | None = None, console: dict[str, Any] | None = None) -> str:
+    """The page. ``live`` (the ``/ui/`` route): the URL of this page and the versions its slider offers;
+    ``console``: what the operator's console adds (its navigation, work in flight, incomplete checks, health,
+    and ``events``, the stream that tells the page of each new commit)."""
     template = _environment().get_template("report.html.j2")
+    if console is not None:
+        console = {
+            **console,
+            "live_json": script_json(console["live"]),
+            "live_js": _asset("static/console_live.js"),
+            "css": _asset("static/console.css"),
+        }
     return template.render(
         r=report,
         p=report.projection,
         live=live,
+        console=console,
         graph_json=script_json(report.graph),
         cytoscape_js=_asset("vendor/cytoscape.min.js"),
         page_js=_asset("static/report.js"),
         page_css=_asset("static/report.css"),
+    )
+
+
+def render_console(name: str, console: dict[str, Any], data: Any, **context: Any) -> str:
+    """A console page (``console_<name>.html.j2``) with its data as JSON for its script (``console_<name>.js``
+    when there is one), the report's style and the console's."""
+    template = _environment().get_template(f"console_{name}.html.j2")
+    script = f"static/console_{name}.js"
+    return template.render(
+        console=console,
+        first_json=script_json(data),
+        list_js=_asset(script) if resources.files(PACKAGE).joinpath(script).is_file() else "",
+        page_css=_asset("static/report.css"),
+        console_css=_asset("static/console.css"),
+        **context,
     )

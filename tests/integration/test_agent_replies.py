@@ -139,6 +139,20 @@ def test_every_prompt_is_kept_by_the_sha256_its_judgment_records(rig: Rig) -> No
     assert "never instructions" in sent[-1]["content"]  # the view's preamble: its contents are data
 
 
+def test_every_reply_is_kept_exactly_by_the_sha256_its_judgment_names(rig: Rig) -> None:
+    content = '{"items": [], "rationale": "nothing yet \u00e9"}  '  # not the JSON the judgment re-encodes
+    rig.fake.script = [Reply(content), Reply("the model rambles {not json")]
+    planner = rig.participant()
+    take_turn(Board(rig.app), planner, turn(1))
+    take_turn(Board(rig.app), planner, turn(2))
+    replies = [judgments_of(commit)[0].output for commit in rig.commits()[1:]]
+    assert [r["refusal"]["reason"] for r in replies] == ["nothing_to_contribute", "malformed_reply"]
+    for output, sent in zip(replies, [content, "the model rambles {not json"], strict=True):
+        exact = sent.encode("utf-8")
+        assert output["reply_artifact"] == f"sha256:{hashlib.sha256(exact).hexdigest()}"
+        assert b"".join(rig.app.artifacts.read("tenant-a", output["reply_artifact"])) == exact
+
+
 def test_a_slow_reply_times_out_and_is_retried_and_a_model_that_never_answers_is_recorded_unavailable(
     rig: Rig,
 ) -> None:

@@ -7,6 +7,8 @@
     late: "#8a6fc7", stale: "#999999", awaiting_result: "#a0a8b4", claimed: "#6c7bd0"
   };
   var SHAPES = { observation: "ellipse", hypothesis: "round-rectangle", proposal: "diamond", work: "hexagon" };
+  var COLUMNS = ["observation", "hypothesis", "proposal", "work"];
+  var GAP_X = 48, GAP_Y = 14;
   var data = JSON.parse(document.getElementById("graph-data").textContent);
   var elements = [];
   data.nodes.forEach(function (n) {
@@ -22,20 +24,68 @@
     elements: elements,
     style: [
       { selector: "node", style: { "background-color": "data(color)", shape: "data(shape)", label: "data(label)",
-        "font-size": 10, "text-wrap": "wrap", "text-max-width": 140, "text-valign": "bottom", "text-margin-y": 4,
-        width: 28, height: 28 } },
-      { selector: "node[kind = 'hypothesis']", style: { width: 44, height: 30 } },
-      { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle",
-        label: "data(relation)", "font-size": 9, "text-rotation": "autorotate", "text-background-color": "#fff",
-        "text-background-opacity": 0.8 } },
+        "font-size": 11, "text-wrap": "ellipsis", "text-max-width": 200, "text-halign": "center",
+        "text-valign": "top", "text-margin-y": -4, "text-background-color": "#ffffff",
+        "text-background-opacity": 0.85, "text-background-padding": 1, width: 22, height: 22 } },
+      { selector: "node[kind = 'hypothesis']", style: { width: 34, height: 24 } },
+      { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", opacity: 0.8 } },
       { selector: "edge[relation = 'supports']", style: { "line-color": "#2e9d4f", "target-arrow-color": "#2e9d4f" } },
       { selector: "edge[relation = 'challenges']", style: { "line-color": "#d0473a", "target-arrow-color": "#d0473a",
-        "line-style": "dashed", width: 3 } },
-      { selector: "edge[relation = 'depends_on']", style: { "line-color": "#5b6570", "target-arrow-color": "#5b6570" } }
+        "line-style": "dashed", "line-dash-pattern": [8, 4], width: 4, opacity: 1, "z-index": 10,
+        "target-arrow-shape": "tee", "arrow-scale": 1.4 } },
+      { selector: "edge[relation = 'depends_on']", style: { "line-color": "#8895a7", "target-arrow-color": "#8895a7",
+        "line-style": "dotted", width: 1.5 } }
     ],
-    layout: { name: "breadthfirst", directed: true, spacingFactor: 1.1, padding: 20 },
-    userZoomingEnabled: true
+    layout: { name: "preset" },
+    userZoomingEnabled: true,
+    minZoom: 0.2,
+    maxZoom: 3
   });
+
+  // Columns by kind (evidence, then what it bears on, then what rests on that), one node per row, each label
+  // above its node: a column is as wide as its widest label and a row as tall as the tallest node with its
+  // label, so no two labels can meet.
+  function layout() {
+    var columns = COLUMNS.map(function () { return []; });
+    var rank = {};
+    cy.nodes("[kind = 'hypothesis']").forEach(function (n, i) { rank[n.id()] = i; });
+    cy.nodes().forEach(function (n) {
+      var at = COLUMNS.indexOf(n.data("kind"));
+      columns[at < 0 ? 0 : at].push(n);
+    });
+    function near(n) {
+      var best = 1e9;
+      n.connectedEdges().forEach(function (e) {
+        var other = e.source().id() === n.id() ? e.target() : e.source();
+        if (rank[other.id()] !== undefined) { best = Math.min(best, rank[other.id()]); }
+      });
+      return best;
+    }
+    columns[0].sort(function (a, b) { return near(a) - near(b); });
+    columns[2].sort(function (a, b) { return near(a) - near(b); });
+    var used = columns.filter(function (c) { return c.length; });
+    var rowH = 0;
+    cy.nodes().forEach(function (n) {
+      rowH = Math.max(rowH, n.boundingBox({ includeLabels: true, includeEdges: false }).h);
+    });
+    rowH += GAP_Y;
+    var rows = Math.max.apply(null, used.map(function (c) { return c.length; }).concat([1]));
+    var x = 0;
+    used.forEach(function (column) {
+      var width = 0;
+      column.forEach(function (n) {
+        var box = n.boundingBox({ includeLabels: true, includeEdges: false });
+        width = Math.max(width, box.w);
+      });
+      var top = (rows - column.length) * rowH / 2;
+      column.forEach(function (n, i) { n.position({ x: x + width / 2, y: top + i * rowH }); });
+      x += width + GAP_X;
+    });
+    container.style.height = Math.max(220, Math.min(620, rows * rowH + 60)) + "px";
+    cy.resize();
+    cy.fit(undefined, 16);
+  }
+  layout();
   window.caseboardGraph = cy;
   container.setAttribute("data-nodes", String(cy.nodes().length));
   container.setAttribute("data-edges", String(cy.edges().length));
