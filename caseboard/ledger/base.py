@@ -30,6 +30,7 @@ from eventsourcing.persistence import (
     PersistenceError,
     StoredEvent,
 )
+from pydantic import ValidationError
 
 from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, stored_hash
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
@@ -211,7 +212,10 @@ def decode_commit(stored: StoredEvent) -> Commit:
     ``tenant_id`` is sealed in its hash)."""
     if stored.topic != COMMIT_TOPIC:
         raise LedgerUnavailable(f"unexpected record topic {stored.topic!r} in the ledger")
-    commit = Commit.model_validate(upcast_commit(json.loads(stored.state)))
+    try:  # straight from the bytes (pydantic's JSON parser, which shares repeated short strings)
+        commit = Commit.model_validate_json(stored.state)
+    except ValidationError:  # an older schema version: parsed, upcast, validated
+        commit = Commit.model_validate(upcast_commit(json.loads(stored.state)))
     if commit.key != stored.originator_id:
         raise LedgerUnavailable(f"a commit of {commit.key!r} is stored under {stored.originator_id!r}")
     return commit

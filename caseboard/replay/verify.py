@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from caseboard.domain.commit import Commit, stored_hash
 from caseboard.domain.errors import UnknownWorkspace
@@ -40,6 +43,9 @@ from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
 from caseboard.reducers import REDUCERS, Reducer, WorkspaceState
 from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
+
+_compact_json = TypeAdapter(Commit).dump_json
+"""What ``Commit.stored_json`` makes of a decoded commit, as bytes, without keeping them on the commit."""
 
 
 @dataclass(frozen=True)
@@ -106,23 +112,26 @@ class ChainChecker:
         self.previous_hash: str | None = None
         self.problem: Problem | None = None
 
-    def feed(self, record: RawRecord, present: set[int] | None = None) -> bool:
+    def feed(self, record: RawRecord, present: Container[int] | None = None) -> bool:
         """Check the next record; False once the chain is broken. ``present`` (the versions found anywhere in
         a file) tells a missing version from a misplaced one."""
         return self.accept(record, present) is not None
 
-    def accept(self, record: RawRecord, present: set[int] | None = None) -> Commit | None:
+    def accept(self, record: RawRecord, present: Container[int] | None = None) -> Commit | None:
         """``feed``, returning the decoded commit when the record holds (None once the chain is broken)."""
         if self.problem is not None:
             return None
         if record.keyed and record.position != self.expected:
             self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
             return None
-        try:
-            commit = decode_one(record)
-        except UnreadableRecord as error:
-            self._fail("unreadable", str(error))
-            return None
+        try:  # straight from the bytes; a record of an older schema version is parsed and upcast
+            commit = Commit.model_validate_json(record.data)
+        except ValidationError:
+            try:
+                commit = decode_one(record)
+            except UnreadableRecord as error:
+                self._fail("unreadable", str(error))
+                return None
         return commit if self._check(commit, record, present) else None
 
     def report(self) -> ChainReport:
@@ -139,7 +148,7 @@ class ChainChecker:
             self.source, self.workspace_id, self.expected - 1, self.previous_hash, self.problem, self.anchored_version
         )
 
-    def _check(self, commit: Commit, record: RawRecord, present: set[int] | None) -> bool:
+    def _check(self, commit: Commit, record: RawRecord, present: Container[int] | None) -> bool:
         where = record.where
         if self.workspace_id is None:
             self.workspace_id = commit.key
@@ -155,7 +164,7 @@ class ChainChecker:
             return self._fail("unsealed", f"{where} carries no hash (written before the chain, or stripped)")
         if stored_hash(record.data) != commit.hash:
             return self._fail("altered", f"{where}: its stored bytes do not match its recorded hash")
-        if commit.stored_json != record.data:
+        if _compact_json(commit, exclude_none=True) != record.data:  # the commit's own bytes (``stored_json``)
             return self._fail("altered", f"{where}: its stored bytes are not the JSON of the commit they hold")
         if commit.previous_hash != self.previous_hash:
             return self._fail(
@@ -176,22 +185,43 @@ class ChainChecker:
 
 
 def verify_file(path: Path, anchor: str | None = None) -> ChainReport:
-    return verify_records(list(file_records(path)), str(path), anchor)
+    """The chain of a file, read as a stream: each line is decoded once; the file is read a second time only
+    when a version is out of place (to tell a missing version from a misplaced one)."""
+    return _verify(file_records(path), Versions(lambda: file_records(path)), str(path), anchor)
 
 
 def verify_records(records: list[RawRecord], source: str, anchor: str | None = None) -> ChainReport:
-    """The chain of a file's records, read in full (to tell a missing version from a misplaced one)."""
-    present = set()
-    for record in records:
-        try:
-            present.add(decode_one(record).version)
-        except UnreadableRecord:
-            continue
+    """The chain of a file's records, read in full."""
+    return _verify(records, Versions(lambda: records), source, anchor)
+
+
+class Versions:
+    """The versions a file's records hold, worked out at the first question (a version out of place): tells a
+    missing version from a misplaced one without decoding every record twice on an intact chain."""
+
+    def __init__(self, records: Callable[[], Iterable[RawRecord]]) -> None:
+        self.records = records
+        self.found: set[int] | None = None
+
+    def __contains__(self, version: object) -> bool:
+        if self.found is None:
+            self.found = set()
+            for record in self.records():
+                try:
+                    self.found.add(decode_one(record).version)
+                except UnreadableRecord:
+                    continue
+        return version in self.found
+
+
+def _verify(records: Iterable[RawRecord], present: Versions, source: str, anchor: str | None) -> ChainReport:
     checker = ChainChecker(source, anchor=anchor)
+    empty = True
     for record in records:
+        empty = False
         if not checker.feed(record, present):
             break
-    if not records:
+    if empty:
         checker.problem = Problem(1, "missing", f"{source} holds no commits")
     return checker.report()
 
