@@ -43,6 +43,8 @@ class Settings:
     model_calls_per_cycle: int = 12
     """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
     model_tokens_per_cycle: int = 40_000
+    sources_path: str | None = None
+    """The diagnostic sources' configuration file (``CASEBOARD_SOURCES``, TOML or YAML; docs/sources.md)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +69,7 @@ class Settings:
             model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
+            sources_path=env.get("CASEBOARD_SOURCES") or None,
         )
         settings.validate()
         return settings

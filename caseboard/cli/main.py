@@ -23,6 +23,7 @@ from caseboard.cli import (
     replay_cmds,
     report_cmds,
     serve_cmds,
+    specialist_cmds,
 )
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.database_url import DatabaseUrl
@@ -37,6 +38,7 @@ MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
 MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent (docs/evaluation.md)
 MODULES.append(health_cmds)  # coordination health (docs/health.md)
 MODULES.append(knowledge_cmds)  # the knowledge store: search, audit, rebuild (docs/knowledge.md)
+MODULES.append(specialist_cmds)  # a diagnostic source as a specialist (docs/sources.md)
 
 
 class Parser(argparse.ArgumentParser):

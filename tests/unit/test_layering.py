@@ -224,8 +224,9 @@ LAYERS: dict[str, set[str]] = {
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge",
+        "knowledge", "sources",
     },
+    "sources": {"dispatcher", "domain", "evidence", "workers"},
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
     "__main__": {"cli"},
