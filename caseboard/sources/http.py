@@ -64,11 +64,11 @@ class ReadOnlyHttp:
                 status = reply.status_code
         except httpx.TimeoutException as error:
             raise SourceFailed(
-                f"timed out: {error or type(error).__name__}", timeout=True, raw=b"".join(taken)
+                f"timed out: {str(error) or type(error).__name__}", timeout=True, raw=b"".join(taken)
             ) from None
         except httpx.HTTPError as error:
             what = "the connection dropped mid-response" if taken else "cannot reach the source"
-            raise SourceFailed(f"{what}: {error or type(error).__name__}", raw=b"".join(taken)) from None
+            raise SourceFailed(f"{what}: {str(error) or type(error).__name__}", raw=b"".join(taken)) from None
         return Response(status, b"".join(taken), truncated, media)
 
 

@@ -9,6 +9,8 @@ presented chain (Python's ``ssl`` gives the leaf only before 3.13); ``cryptograp
 
 from __future__ import annotations
 
+import contextlib
+import select
 import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -73,13 +75,20 @@ class Tls:
         context = SSL.Context(SSL.TLS_CLIENT_METHOD)
         context.set_verify(SSL.VERIFY_NONE, lambda *_: True)
         with socket.create_connection((host, int(port)), timeout=deadline.left()) as raw:
-            raw.settimeout(deadline.left())
+            raw.setblocking(False)  # the handshake waits in select, against the deadline
             connection = SSL.Connection(context, raw)
             connection.set_tlsext_host_name((server_name or host).encode())
             connection.set_connect_state()
-            connection.do_handshake()
+            while True:
+                try:
+                    connection.do_handshake()
+                    break
+                except (SSL.WantReadError, SSL.WantWriteError):
+                    if deadline.passed() or not select.select([raw], [], [], deadline.left())[0]:
+                        raise TimeoutError("no handshake within the deadline") from None
             chain = connection.get_peer_cert_chain(as_cryptography=True) or []
-            connection.shutdown()
+            with contextlib.suppress(SSL.Error):
+                connection.shutdown()  # close_notify: nothing else is ever sent
         return list(chain)
 
     def run(self, query: Query, deadline: Deadline) -> Answer:
@@ -101,7 +110,7 @@ class Tls:
             try:
                 chain = self.presented(target, p.server_name, deadline)
             except (OSError, SSL.Error) as error:
-                lines.append(f"# target {target}: no handshake: {error or type(error).__name__}")
+                lines.append(f"# target {target}: no handshake: {str(error) or type(error).__name__}")
                 continue
             lines.append(f"# target {target}: {len(chain)} certificate(s)")
             for certificate in chain:
