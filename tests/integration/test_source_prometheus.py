@@ -16,10 +16,9 @@ from caseboard.sources.base import Deadline, SourceFailed
 from caseboard.sources.config import SourceConfig
 from caseboard.sources.http import ReadOnlyHttp
 from caseboard.sources.prometheus import READ_PATHS
+from tests.conftest import service_missing
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
 from tests.sources.servers import RecordingProxy, have_prometheus, metrics_target, prometheus
-
-pytestmark = pytest.mark.skipif(not have_prometheus(), reason="Debian's prometheus is not installed")
 
 RULES = """
 groups:
@@ -44,6 +43,8 @@ def until(check: Callable[[], bool], timeout: float = 30.0) -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, RecordingProxy]]:
+    if not have_prometheus():
+        service_missing("prometheus", FileNotFoundError("Debian's prometheus is not installed"))
     change = tmp_path_factory.mktemp("change") / "made"
     with metrics_target(change) as target, prometheus([target], RULES) as url:
         until(lambda: answers(url, 'count_over_time(auth_failures_total{instance="payments-api-2"}[1m]) > 2'))
