@@ -21,6 +21,7 @@ GROUP = "caseboard.sources"
 BUILT_IN: dict[str, str] = {
     "prometheus": "caseboard.sources.prometheus:PLUGIN",
     "tls": "caseboard.sources.tls:PLUGIN",
+    "logs": "caseboard.sources.logs:PLUGIN",
 }
 """caseboard's own sources, as its pyproject.toml registers them."""
 
