@@ -294,12 +294,12 @@ def _cite(artifact: str | None, finding: Finding) -> dict[str, Any] | None:
     return None
 
 
-def json_spans(raw: bytes, key: str) -> list[tuple[int, int]]:
-    """The byte spans [first, last] of the elements of the first JSON array under ``"key":`` in ``raw``, in
-    order: what a finding read from one element cites. A key inside a string never matches (its quotes are
-    escaped there)."""
+def json_spans(raw: bytes, key: str | None) -> list[tuple[int, int]]:
+    """The byte spans [first, last] of the elements of the first JSON array under ``"key":`` in ``raw`` (the
+    top-level array when ``key`` is None), in order: what a finding read from one element cites. A key inside
+    a string never matches (its quotes are escaped there)."""
     text = raw.decode("utf-8", errors="replace")
-    found = re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
+    found = re.match(r"\s*\[", text) if key is None else re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
     if found is None:
         return []
     decoder = json.JSONDecoder()

@@ -22,6 +22,7 @@ BUILT_IN: dict[str, str] = {
     "prometheus": "caseboard.sources.prometheus:PLUGIN",
     "tls": "caseboard.sources.tls:PLUGIN",
     "logs": "caseboard.sources.logs:PLUGIN",
+    "alertmanager": "caseboard.sources.alertmanager:PLUGIN",
 }
 """caseboard's own sources, as its pyproject.toml registers them."""
 

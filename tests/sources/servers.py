@@ -294,3 +294,34 @@ def tls_server(chain: list[x509.Certificate], key: ec.EllipticCurvePrivateKey) -
         stop.set()
         listener.close()
         thread.join(5)
+
+
+def have_alertmanager() -> bool:
+    return shutil.which("prometheus-alertmanager") is not None
+
+
+@contextmanager
+def alertmanager() -> Iterator[str]:
+    """The URL of a private Alertmanager (Debian's ``prometheus-alertmanager``), no cluster, temporary storage."""
+    with tempfile.TemporaryDirectory(prefix="caseboard-am-") as tmp:
+        port = free_port()
+        config = Path(tmp) / "alertmanager.yml"
+        config.write_text("route: {receiver: none}\nreceivers: [{name: none}]\n")
+        process = subprocess.Popen(
+            [
+                "prometheus-alertmanager",
+                f"--config.file={config}",
+                f"--storage.path={tmp}/data",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+                "--log.level=error",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(f"http://127.0.0.1:{port}/-/ready")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            process.wait(20)

@@ -114,7 +114,10 @@ options = { allowed = "127.0.0.1:1", extra = 1 }
     with pytest.raises(ConfigurationError) as caught:
         load_sources(path)
     message = str(caught.value)
-    assert "tenants.t.sources.a.type: no source plugin 'graphite' (there are logs, prometheus, tls)" in message
+    assert (
+        "tenants.t.sources.a.type: no source plugin 'graphite' (there are alertmanager, logs, prometheus, tls)"
+        in message
+    )
     assert "tenants.t.sources.b.options.allowed: Input should be a valid list" in message
     assert "tenants.t.sources.b.options.extra: Extra inputs are not permitted" in message
 
