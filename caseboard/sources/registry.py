@@ -23,6 +23,7 @@ BUILT_IN: dict[str, str] = {
     "tls": "caseboard.sources.tls:PLUGIN",
     "logs": "caseboard.sources.logs:PLUGIN",
     "alertmanager": "caseboard.sources.alertmanager:PLUGIN",
+    "mcp": "caseboard.sources.mcp_tools:PLUGIN",
 }
 """caseboard's own sources, as its pyproject.toml registers them."""
 

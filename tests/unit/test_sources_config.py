@@ -115,7 +115,7 @@ options = { allowed = "127.0.0.1:1", extra = 1 }
         load_sources(path)
     message = str(caught.value)
     assert (
-        "tenants.t.sources.a.type: no source plugin 'graphite' (there are alertmanager, logs, prometheus, tls)"
+        "tenants.t.sources.a.type: no source plugin 'graphite' (there are alertmanager, logs, mcp, prometheus, tls)"
         in message
     )
     assert "tenants.t.sources.b.options.allowed: Input should be a valid list" in message
