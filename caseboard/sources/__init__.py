@@ -8,7 +8,31 @@
                    its ``query`` record, observations citing exact bytes or lines
     http.py        the HTTP sources' one door: GET on declared paths, bounded in bytes and time
     specialist.py  ``caseboard specialist``: a source as a participant of one tenant
-    prometheus.py, tls.py   the sources caseboard ships
+    prometheus.py, alertmanager.py, logs.py, tls.py, mcp_tools.py   the sources caseboard ships
 
 docs/sources.md says how to configure and write one.
 """
+
+from caseboard.sources.base import (
+    Answer,
+    Deadline,
+    Finding,
+    Operation,
+    Parameters,
+    Query,
+    Source,
+    SourceFailed,
+    SourcePlugin,
+)
+
+__all__ = [
+    "Answer",
+    "Deadline",
+    "Finding",
+    "Operation",
+    "Parameters",
+    "Query",
+    "Source",
+    "SourceFailed",
+    "SourcePlugin",
+]

@@ -37,6 +37,11 @@ class SourceRegistry(Mapping[str, str]):
         self._targets: dict[str, str] | None = None
         self._loaded: dict[str, SourcePlugin] = {}
 
+    def refresh(self) -> None:
+        """Reads the entry points again (after an install)."""
+        self._targets = None
+        self._loaded = {}
+
     def _all(self) -> dict[str, str]:
         if self._targets is None:
             targets = dict(self.built_in)
