@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.context import BenchContext
 
 SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale"]
+SECTIONS.append("sources")  # source_query_overhead_ms (docs/sources.md)
 
 
 def main() -> int:
