@@ -11,6 +11,7 @@ a failed result with its text.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -18,6 +19,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters, Tool
+from mcp.client.stdio import get_default_environment
 from pydantic import Field, model_validator
 
 from caseboard.sources.base import Answer, Deadline, Finding, Operation, Parameters, Query, SourceFailed, SourcePlugin
@@ -37,6 +39,8 @@ class Options(Parameters):
     """A stdio server's command and arguments; otherwise ``endpoint`` names a streamable HTTP URL."""
     tools: list[str] = Field(min_length=1)
     """The tools that may be called (an allow-list)."""
+    env_from: list[str] = Field(default_factory=list)
+    """Environment variables passed to a stdio server by name (its database, its key): values never written."""
     allow_without_read_only_hint: list[str] = Field(default_factory=list)
     """Tools of the allow-list that may be called although the server does not annotate them read-only."""
 
@@ -74,7 +78,8 @@ class McpTools:
 
     def _server(self) -> StdioServerParameters | str:
         if self.options.command:
-            return StdioServerParameters(command=self.options.command[0], args=self.options.command[1:])
+            env = {**get_default_environment(), **{k: os.environ[k] for k in self.options.env_from if k in os.environ}}
+            return StdioServerParameters(command=self.options.command[0], args=self.options.command[1:], env=env)
         assert self.config.endpoint is not None
         return self.config.endpoint
 

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.items import Role
+from caseboard.keys import open_key_store
+from caseboard.ledger import open_ledger
 from caseboard.sources.config import SourceConfig, load_sources
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
 
@@ -73,3 +76,37 @@ def test_an_override_for_a_tool_off_the_allow_list_is_a_configuration_mistake(tm
     )
     with pytest.raises(ConfigurationError, match="allow_without_read_only_hint names tools not in tools: b"):
         load_sources(path)
+
+
+def test_caseboard_s_own_mcp_server_answers_its_read_only_tools_and_its_submit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A released MCP server (``caseboard mcp``, stdio): ``whoami`` and ``list_workspaces`` are annotated
+    read-only and answer; ``submit`` is not, so it is refused before any call and nothing is submitted."""
+    served = f"sqlite:///{tmp_path}/served.db"
+    keys = open_key_store(served)
+    try:
+        token = keys.create("auditor", (Role.REPORTER,), "tenant-a").token
+    finally:
+        keys.close()
+    monkeypatch.setenv("CASEBOARD_DATABASE_URL", served)
+    monkeypatch.setenv("CASEBOARD_API_KEY", token)
+    options = {
+        "command": [sys.executable, "-m", "caseboard", "mcp"],
+        "tools": ["whoami", "list_workspaces", "submit"],
+        "env_from": ["CASEBOARD_DATABASE_URL", "CASEBOARD_API_KEY"],
+    }
+    config = SourceConfig.model_validate({"type": "mcp", "options": options})
+    with embedded(tmp_path) as app:
+        who = specialist(app, "caseboard", config)
+        whoami = request_and_answer(app, who, "mcp-5", "mcp_query", "whoami")[-1].items[0]
+        submit = request_and_answer(
+            app, who, "mcp-6", "mcp_query", {"tool": "submit", "arguments": {"workspace_id": "x", "items": []}}
+        )[-1].items[0]
+    assert whoami.status == "completed" and '"principal":"auditor"' in whoami.observation.statement
+    assert submit.status == "failed" and "'submit' is not annotated readOnlyHint: true" in submit.summary
+    ledger = open_ledger(served)
+    try:
+        assert ledger.head("x") == 0
+    finally:
+        ledger.close()
