@@ -167,6 +167,13 @@ def redact(message: str, credential: Credential | None) -> str:
     return SECRET_PARAMS.sub(r"\g<name>[redacted]", message)
 
 
+def masked(raw: bytes, credential: Credential | None) -> bytes:
+    """``raw`` with every occurrence of the credential's value (a server echoing it) masked by as many ``*``,
+    so that nothing stored holds it and every offset a finding cites stays where it was."""
+    secret = credential.secret().encode() if credential is not None else b""
+    return raw.replace(secret, b"*" * len(secret)) if secret else raw
+
+
 def _short(text: str, limit: int = MAX_TEXT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -200,13 +207,13 @@ def record(
     quality = "verified" if config.clock_trusted else "unverified"
     query = ran.query
     answer = ran.answer
-    raw = answer.raw if answer is not None else ran.raw
+    raw = masked(answer.raw if answer is not None else ran.raw, config.credential)
     artifact = store(raw, answer.media_type if answer is not None else "application/octet-stream") if raw else None
     asked = tuple(
         answer.targets if answer is not None and answer.targets is not None else query.targets if query else ()
     )
     answered = answer.answered if answer is not None else ()
-    incomplete = [*ran.incomplete, *(answer.incomplete if answer is not None else ())]
+    incomplete = [redact(r, config.credential) for r in (*ran.incomplete, *(answer.incomplete if answer else ()))]
     incomplete += [f"missing_target: {t}" for t in asked if t not in answered and answer is not None]
     start, end = query.time_range if query and query.time_range else (now, now)
     record_: dict[str, Any] = {
@@ -244,7 +251,7 @@ def record(
     ) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": f"{base}.o{i}",
-            "statement": _short(statement),
+            "statement": _short(redact(statement, config.credential)),
             "source": {"system": system, "instance": instance[:256] or system},
             "event_time": at.isoformat(),
             "event_time_quality": quality,
@@ -268,7 +275,7 @@ def record(
         )
         whole = {"artifact": artifact, "bytes": [0, min(len(raw), MAX_EXCERPT) - 1]} if artifact else None
         result["observation"] = observation(0, statement, system, end, whole)
-        result["summary"] = _short(statement)
+        result["summary"] = _short(redact(statement, config.credential))
         return Recorded([result], artifact)
     observations = [
         observation(i, f.statement, f.instance, f.event_time, cite)
@@ -277,9 +284,8 @@ def record(
     result["observation"] = observations[0]
     shown = f"; observations for the first {MAX_OBSERVATIONS}" if len(findings) > MAX_OBSERVATIONS else ""
     state = "" if not incomplete else " (incomplete: " + "; ".join(incomplete) + ")"
-    result["summary"] = _short(
-        f"{name} {operation}: {len(findings)} finding(s){shown}{state}; first: {findings[0].statement}"
-    )
+    first = redact(findings[0].statement, config.credential)
+    result["summary"] = _short(f"{name} {operation}: {len(findings)} finding(s){shown}{state}; first: {first}")
     return Recorded([result, *({"type": "observation", **o} for o in observations[1:])], artifact)
 
 

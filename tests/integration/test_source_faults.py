@@ -115,3 +115,23 @@ def test_only_declared_reads_reached_the_faulty_source(fault: FaultServer, tmp_p
         ("GET", "/warn/api/v1/series"),
         ("GET", "/warn/api/v1/alerts"),
     ]
+
+
+def test_a_credential_the_source_echoes_reaches_neither_ledger_nor_store_nor_log(
+    fault: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PROM_TOKEN", "tok-s3cret-42")
+    credential = {"credential": {"env": "PROM_TOKEN"}}
+    with embedded(tmp_path) as app:
+        refused = SourceConfig.model_validate({"type": "prometheus", "endpoint": fault.url + "/deny", **credential})
+        failed = request_and_answer(app, specialist(app, "prometheus", refused), "m-deny", "metrics_query", "up")
+        warned = SourceConfig.model_validate({"type": "prometheus", "endpoint": fault.url + "/deny/ok", **credential})
+        answered = request_and_answer(app, specialist(app, "prometheus", warned), "m-ok", "metrics_query", "up")
+        stored = [whole(app, c.items[0].query.response) for c in (failed[-1], answered[-1])]
+        ledger = b"".join(c.stored_json for c in app.ledger.read("incident-042"))
+    assert failed[-1].items[0].status == "failed"
+    assert "HTTP 401: unauthorized refused Bearer [redacted]" in failed[-1].items[0].summary
+    assert answered[-1].items[0].query.incomplete == ("source_warning: slow for Bearer [redacted]",)
+    assert b"*************" in stored[0]  # masked in place, the bytes around it as sent
+    for where in (ledger, *stored, capsys.readouterr().out.encode()):
+        assert b"tok-s3cret-42" not in where and b"s3cret" not in where

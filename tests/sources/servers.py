@@ -11,6 +11,7 @@ tls_server       a TLS server presenting a chain the test made (root -> intermed
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
 import socket
 import ssl
@@ -179,6 +180,24 @@ class FaultServer:
             def do_GET(self) -> None:
                 fault.received.append((self.command, self.path))
                 mode = self.path.split("/")[1]
+                if mode == "deny":  # a server that echoes the credential it was sent, in its error and a warning
+                    said = self.headers.get("authorization", "")
+                    body = json.dumps({"status": "error", "errorType": "unauthorized", "error": f"refused {said}"})
+                    if self.path.startswith("/deny/ok"):
+                        body = json.dumps(
+                            {
+                                "status": "success",
+                                "warnings": [f"slow for {said}"],
+                                "data": {"resultType": "matrix", "result": []},
+                            }
+                        )
+                    payload = body.encode()
+                    self.send_response(200 if self.path.startswith("/deny/ok") else 401)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 if mode == "hang":
                     fault.release.wait(30)
                     return
