@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from caseboard.domain.errors import CaseboardError
-from caseboard.domain.items import MAX_TEXT
+from caseboard.domain.items import MAX_REFS, MAX_TEXT
 from caseboard.sources.base import Answer, Deadline, Finding, Query, Source, SourceFailed, parameters_of
 from caseboard.sources.config import Credential, SourceConfig
 
@@ -116,6 +116,10 @@ def query_of(
         raise BadRequest("targets must be a list of strings")
     if not isinstance(filters, dict) or not all(isinstance(v, str) for v in filters.values()):
         raise BadRequest("filters must be an object of strings")
+    if len(filters) > MAX_REFS or any(len(k) > 256 or not 0 < len(v) <= 256 for k, v in filters.items()):
+        raise BadRequest(f"filters: at most {MAX_REFS}, each name and value 1 to 256 characters")
+    if len(targets) > MAX_REFS or any(not 0 < len(t) <= 256 for t in targets):
+        raise BadRequest(f"targets: at most {MAX_REFS}, each 1 to 256 characters")
     return Query(name, parameters, time_range, tuple(targets), dict(filters)), incomplete
 
 
@@ -213,6 +217,12 @@ def record(
         answer.targets if answer is not None and answer.targets is not None else query.targets if query else ()
     )
     answered = answer.answered if answer is not None else ()
+    if len(asked) > MAX_REFS:  # learned from a response: the record names the first MAX_REFS
+        ran.incomplete.append(f"truncated: {len(asked)} targets, the first {MAX_REFS} recorded")
+        asked = asked[:MAX_REFS]
+        answered = tuple(t for t in answered if t in asked)
+    asked = tuple(t[:256] for t in asked)
+    answered = tuple(t[:256] for t in answered)
     incomplete = [redact(r, config.credential) for r in (*ran.incomplete, *(answer.incomplete if answer else ()))]
     incomplete += [f"missing_target: {t}" for t in asked if t not in answered and answer is not None]
     start, end = query.time_range if query and query.time_range else (now, now)
