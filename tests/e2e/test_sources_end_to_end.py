@@ -50,6 +50,8 @@ def twin(tls_targets: list[str]) -> Any:
         observations = [e["ref"] for e in shown if e["kind"] == "observation"]
         work = [e["ref"] for e in shown if e["kind"] == "work"]
         if role == "planner":
+            if "metrics_query (prometheus: range_query" not in text or "certificate_check (certs: chain)" not in text:
+                return Reply(items())  # it asks only for checks its view says the tenant's sources can run
             if not work:
                 target = {"query": "auth_failures_total", "since_s": 300, "step_s": 1}
                 asked = {"type": "work_request", "request_id": "metrics-001", "kind": "metrics_query"}

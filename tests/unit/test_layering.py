@@ -213,7 +213,7 @@ LAYERS: dict[str, set[str]] = {
     "workers": {"app", "coordinator", "dispatcher", "domain", "ledger", "projections", "reducers", "settings", "logs"},
     "agent": {
         "app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "reducers", "settings",
-        "workers",
+        "workers", "sources",
     },
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
