@@ -1,8 +1,8 @@
 """Incident-042's story with its evidence from real sources, on PostgreSQL and Redis: a planner (the model twin
-of the tests) requests checks; ``caseboard specialist`` processes for Prometheus and TLS answer them from a real
-Prometheus and from servers presenting two chains; the verifier settles the certificate hypothesis from the TLS
-check; ``caseboard verify`` proves every cited excerpt of the export; replay equals ``show`` at every version
-with every socket refused."""
+of the tests) requests checks; ``caseboard specialist`` processes for Prometheus, logs and TLS answer them from
+a real Prometheus, a log directory and servers presenting two chains; the verifier settles the certificate
+hypothesis from the TLS check; ``caseboard verify`` proves every cited excerpt of the export; replay equals
+``show`` at every version with every socket refused."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,13 @@ def twin(tls_targets: list[str]) -> Any:
             if not work:
                 target = {"query": "auth_failures_total", "since_s": 300, "step_s": 1}
                 asked = {"type": "work_request", "request_id": "metrics-001", "kind": "metrics_query"}
-                return Reply(items({**asked, "target": json.dumps(target)}))
+                logs = {
+                    "type": "work_request",
+                    "request_id": "log-query-003",
+                    "kind": "log_query",
+                    "target": json.dumps({"glob": "*.log", "match": "auth_failure"}),
+                }
+                return Reply(items({**asked, "target": json.dumps(target)}, logs))
             if observations and HYPOTHESIS not in text:
                 return Reply(
                     items(
@@ -98,6 +105,13 @@ def test_specialists_answer_from_real_sources_and_the_verifier_settles_the_certi
         target = stack.enter_context(metrics_target(change))
         prom = stack.enter_context(prometheus([target]))
         tls = [stack.enter_context(tls_server(*chain))[0] for chain in (old, old, new)]
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        at = datetime.now(UTC) - timedelta(minutes=20)  # failures before the change, in the last hour
+        (logs / "payments-api-2.log").write_text(
+            f"{at.isoformat()} payments-api-2 auth_failure handshake: unknown certificate authority\n"
+            f"{(at + timedelta(minutes=1)).isoformat()} payments-api-2 auth ok\n"
+        )
         sources = tmp_path / "sources.toml"
         sources.write_text(
             f"""
@@ -108,6 +122,9 @@ clock_trusted = true
 [tenants.tenant-a.sources.certs]
 type = "tls"
 options = {{ allowed = {json.dumps(tls)} }}
+[tenants.tenant-a.sources.auth-logs]
+type = "logs"
+options = {{ dirs = ["{logs}"] }}
 """
         )
         fake = stack.enter_context(FakeModel(twin(tls)))
@@ -129,6 +146,7 @@ options = {{ allowed = {json.dumps(tls)} }}
             cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", **model),
             cluster.spawn("specialist", "--source", "prometheus", "--tenant", "tenant-a", "--tick", "0.5", **model),
             cluster.spawn("specialist", "--source", "certs", "--tick", "0.5", **model),
+            cluster.spawn("specialist", "--source", "auth-logs", "--tick", "0.5", **model),
         ]
         cluster.spawn("dispatch", "--poll", "0.1")
         poll("Prometheus's first samples", lambda: _has_samples(prom), timeout=60, every=0.5)
@@ -151,9 +169,13 @@ options = {{ allowed = {json.dumps(tls)} }}
     finally:
         ledger.close()
     by_author = {c.author.principal for c in commits}
-    assert {"metrics-query-specialist", "certificate-check-specialist"} <= by_author
+    assert {"metrics-query-specialist", "certificate-check-specialist", "log-query-specialist"} <= by_author
     results = {i.request_id: i for c in commits for i in c.items if i.type == "work_result"}
     metrics, chains = results["metrics-001"], results["certificate-check-002"]
+    failures = results["log-query-003"]
+    assert failures.status == "completed" and failures.query.operation == "lines"
+    assert failures.observation.event_time == at  # the time in the log line
+    assert "auth_failure handshake" in failures.observation.statement
     assert metrics.status == "completed" and metrics.query.operation == "range_query"
     assert set(metrics.query.answered) == {"payments-api-1", "payments-api-2", "payments-api-3"}
     assert chains.query.completed is True and chains.query.answered == tuple(tls)
@@ -167,7 +189,7 @@ options = {{ allowed = {json.dumps(tls)} }}
     export = tmp_path / "run.jsonl"
     assert main(["--database-url", url, "export", WS, "--out", str(export), "--with-excerpts"]) == 0
     cited = [json.loads(line) for line in Path(f"{export}.excerpts.jsonl").read_text().splitlines()]
-    assert len(cited) >= 5  # three series, the chains' comparison and three targets' chains
+    assert len(cited) >= 6  # three series, the log file's lines, the chains' comparison and three targets' chains
     verify = [sys.executable, "-m", "caseboard", "verify", str(export), "--format", "json"]
     verified = subprocess.run(verify, env=cluster.env(), capture_output=True, text=True)
     assert verified.returncode == 0 and json.loads(verified.stdout)["intact"] is True, verified.stdout
