@@ -46,6 +46,8 @@ class Settings:
     model_tokens_per_cycle: int = 40_000
     tenants_file: str | None = None
     """The pilot loop's per-tenant configuration (``CASEBOARD_TENANTS``, TOML; ``caseboard/tenant_config.py``)."""
+    sources_path: str | None = None
+    """The diagnostic sources' configuration file (``CASEBOARD_SOURCES``, TOML or YAML; docs/sources.md)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -71,6 +73,7 @@ class Settings:
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
             tenants_file=env.get("CASEBOARD_TENANTS") or None,
+            sources_path=env.get("CASEBOARD_SOURCES") or None,
         )
         settings.validate()
         return settings

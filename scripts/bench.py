@@ -17,6 +17,7 @@ from benchmarks.context import BenchContext
 SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent", "report", "scale"]
 SECTIONS += ["console"]  # the operator's console (docs/console.md)
 SECTIONS += ["pilot"]  # the pilot loop's two ends (docs/pilot.md)
+SECTIONS.append("sources")  # source_query_overhead_ms (docs/sources.md)
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,8 @@ class ModelParticipant:
     invocation_ids: Callable[[], str] = _invocation_id
     workspaces: frozenset[str] = frozenset()
     """Only these workspaces (empty: every one)."""
+    checks: Mapping[str, str] = field(default_factory=dict)
+    """A planner's view of what each tenant's diagnostic sources can check (``sources/catalog.py``)."""
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,9 +112,16 @@ class ModelParticipant:
             return None  # changed evidence is weighed at the planner's next turn, which the controller schedules
         if notification.kind == "turn" and notification.principal not in (None, self.principal):
             return None
+        checks = self.checks.get(projection.get("scope", {}).get("tenant_id", ""))
+        offered = (
+            f" The diagnostic sources can run work requests of these kinds (kind (source: operations)): {checks};"
+            " a request's target is plain text or a JSON object naming the operation and its parameters."
+            if checks
+            else ""
+        )
         return (
             f"{head}{about}. Plan the next step of the investigation as of version {version}; a proposal's "
-            f"based_on_workspace_version is {version}."
+            f"based_on_workspace_version is {version}.{offered}"
         )
 
     def _specialist_task(self, notification: Notification, projection: dict[str, Any], head: str) -> str | None:

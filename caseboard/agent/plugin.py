@@ -14,6 +14,7 @@ from caseboard.agent.participant import ModelParticipant
 from caseboard.app import App, build_app
 from caseboard.domain.items import Role
 from caseboard.settings import Settings
+from caseboard.sources.catalog import checks_by_tenant
 from caseboard.workers.scripted import specialist_principal
 
 FIXED = {"planner": "planner-1", "verifier": "verifier-1", "reporter": "reporter-1"}
@@ -26,7 +27,8 @@ def budget_from(settings: Settings) -> Budget:
 def participant(
     app: App, model: ModelClient, role: Role, principal: str, kinds: tuple[str, ...] = ()
 ) -> ModelParticipant:
-    return ModelParticipant(principal, role, model, Board(app), budget_from(app.settings), kinds=kinds)
+    checks = checks_by_tenant(app.settings.sources_path) if role is Role.PLANNER and app.settings.sources_path else {}
+    return ModelParticipant(principal, role, model, Board(app), budget_from(app.settings), kinds=kinds, checks=checks)
 
 
 def cast(app: App, model: ModelClient, kinds: tuple[str, ...]) -> dict[str, ModelParticipant]:

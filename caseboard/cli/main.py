@@ -24,6 +24,7 @@ from caseboard.cli import (
     replay_cmds,
     report_cmds,
     serve_cmds,
+    specialist_cmds,
 )
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.database_url import DatabaseUrl
@@ -39,6 +40,7 @@ MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent 
 MODULES.append(health_cmds)  # coordination health (docs/health.md)
 MODULES.append(knowledge_cmds)  # the knowledge store: search, audit, rebuild (docs/knowledge.md)
 MODULES.append(handoff_cmds)  # handoffs: what a person was sent, and each delivery attempt (docs/pilot.md)
+MODULES.append(specialist_cmds)  # a diagnostic source as a specialist (docs/sources.md)
 
 
 class Parser(argparse.ArgumentParser):

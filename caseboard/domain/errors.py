@@ -33,6 +33,8 @@ this module say where they live.
     │   ├── ArtifactTooLarge            an upload over the size limit
     │   └── RangeOutside                an excerpt's range is outside the artifact
     ├── ModelUnavailable                a participant's model did not answer (agent/model.py)
+    ├── SourceFailed                    a diagnostic source could not answer (sources/base.py)
+    ├── BadRequest                      a work request a source cannot run as asked (sources/record.py)
     └── CorpusError                     an evaluation corpus that cannot be read (evaluation/incident.py)
 
 Inside the PostgreSQL ledger, three errors are the driver's own types on purpose, so that the driver's and

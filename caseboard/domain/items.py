@@ -433,6 +433,19 @@ class QueryRecord(Frozen):
     """The instances, hosts or data sources queried."""
     completed: bool
     """Whether the query ran to completion: a result of an incomplete query is never shown as a clean result."""
+    operation: Name | None = None
+    """The read operation run (`range_query`, `chain`, ...), when a source specialist ran it (docs/sources.md)."""
+    parameters: Annotated[dict[str, Text], Field(max_length=MAX_REFS)] | None = None
+    """The operation's parameters as the source received them, as name -> value."""
+    answered: Names | None = None
+    """Of `targets`, those that answered; a target asked for and missing here makes the query incomplete."""
+    incomplete: Names | None = None
+    """Why the query is incomplete: `timeout`, `partial_response`, `source_warning: ...`, `truncated: ...`,
+    `missing_target: ...`."""
+    elapsed_ms: Annotated[float, Field(ge=0)] | None = None
+    """How long the query took, in milliseconds."""
+    response: Annotated[str, StringConstraints(pattern=f"^{ARTIFACT_ID}$")] | None = None
+    """The artifact (`sha256:<hex>`) holding the raw response, as the source sent it (cut at the guardrail)."""
 
     @model_validator(mode="after")
     def _range_is_ordered(self) -> QueryRecord:

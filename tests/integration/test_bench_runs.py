@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, service_missing
 
 pytestmark = pytest.mark.postgres
 
@@ -47,3 +48,17 @@ def test_quick_commit_bench_ends_with_one_json_object_of_positive_figures(postgr
     assert isinstance(figures, dict)
     assert set(figures) == COMMIT_FIGURES
     assert all(isinstance(value, float) and value > 0 for value in figures.values()), figures
+
+
+def test_quick_sources_bench_gives_the_overhead_around_a_real_prometheus_range_query(postgres_available: str) -> None:
+    if shutil.which("prometheus") is None:
+        service_missing("prometheus", FileNotFoundError("Debian's prometheus is not installed"))
+    figures = quick_bench("sources", postgres_available)
+    assert set(figures) == {
+        "source_query_overhead_ms_p50",
+        "source_query_overhead_ms_p99",
+        "source_query_ms_p50",
+        "source_query_ms_p99",
+    }
+    assert 0 < figures["source_query_overhead_ms_p50"] <= figures["source_query_overhead_ms_p99"]
+    assert 0 < figures["source_query_ms_p50"] <= figures["source_query_ms_p99"]

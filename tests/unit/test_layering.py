@@ -219,7 +219,7 @@ LAYERS: dict[str, set[str]] = {
     },
     "agent": {
         "app", "coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "reducers", "settings",
-        "workers",
+        "workers", "sources",
     },
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
@@ -230,8 +230,9 @@ LAYERS: dict[str, set[str]] = {
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge", "handoff",
+        "knowledge", "handoff", "sources",
     },
+    "sources": {"dispatcher", "domain", "evidence", "workers"},
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
     "__main__": {"cli"},

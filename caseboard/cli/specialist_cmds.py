@@ -1,0 +1,61 @@
+"""``caseboard specialist --source NAME [--tenant T]``: a diagnostic source as a specialist (docs/sources.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from caseboard.agent.host import agent_host, role_queues, start_agent
+from caseboard.app import App
+from caseboard.cli.dispatch_cmds import consume_until_stopped
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.domain.errors import ConfigurationError
+from caseboard.sources.config import load_sources
+from caseboard.sources.registry import SOURCES
+from caseboard.sources.specialist import SourceSpecialist
+from caseboard.workers.live import broker_for
+from caseboard.workers.runtime import Participant
+from caseboard.workers.scripted import specialist_principal
+
+
+def register(commands: Any) -> None:
+    specialist = commands.add_parser(
+        "specialist", help="answer work requests from a read-only diagnostic source (docs/sources.md)"
+    )
+    specialist.add_argument("--source", required=True, metavar="NAME", help="a source of $CASEBOARD_SOURCES")
+    specialist.add_argument("--tenant", help="the tenant it acts for (default: the file's only tenant)")
+    specialist.add_argument("--principal", help="who it contributes as (default: <kind>-specialist)")
+    specialist.add_argument("--tick", type=float, default=2.0, help="seconds between idle checks (default 2)")
+    specialist.add_argument("--threads", type=int, default=1)
+    specialist.set_defaults(handler=cmd_specialist)
+
+
+def specialist_for(app: App, source: str, tenant: str | None, principal: str | None) -> SourceSpecialist:
+    """The specialist of ``source`` for ``tenant``, from the file ``CASEBOARD_SOURCES`` names."""
+    if not app.settings.sources_path:
+        raise ConfigurationError("CASEBOARD_SOURCES is not set: name the sources' configuration file (docs/sources.md)")
+    tenant, sources = load_sources(app.settings.sources_path).tenant(tenant)
+    config = sources.sources.get(source)
+    if config is None:
+        raise ConfigurationError(
+            f"tenant {tenant!r} has no source {source!r} (it has {', '.join(sorted(sources.sources)) or 'none'})"
+        )
+    built = SOURCES.build(source, config)
+    kinds = tuple(built.kinds)
+    who = principal or (specialist_principal(kinds[0]) if len(kinds) == 1 else f"{source}-specialist")
+    return SourceSpecialist(source, built, config, tenant, lambda: app.artifacts, who, kinds)
+
+
+def cmd_specialist(app: App, args: argparse.Namespace) -> int:
+    if args.threads < 1:
+        raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
+    specialist = specialist_for(app, args.source, args.tenant, args.principal)
+    cast: dict[str, Participant] = {f"specialist:{kind}": specialist for kind in specialist.kinds}
+    store = DispatchStore(app.database_url)
+    broker = broker_for(app)
+    host = agent_host(app, store, cast)
+    worker = start_agent(broker, host, role_queues(cast, False), args.threads, app.settings.worker_poll_ms)
+    try:
+        return consume_until_stopped(app, host, worker, broker, store, args.tick)
+    finally:
+        specialist.source.close()

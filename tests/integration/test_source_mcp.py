@@ -1,0 +1,112 @@
+"""The MCP source against an MCP server over stdio: read-only tools only, from an allow-list, every call recorded."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.items import Role
+from caseboard.keys import open_key_store
+from caseboard.ledger import open_ledger
+from caseboard.sources.config import SourceConfig, load_sources
+from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
+
+SERVER = Path(__file__).resolve().parents[1] / "sources" / "mcp_server.py"
+TOOLS = ["certificate_inventory", "restart_service", "rotate_certificate", "broken"]
+
+
+def config(log: Path, **options: object) -> SourceConfig:
+    command = [sys.executable, str(SERVER), str(log)]
+    return SourceConfig.model_validate({"type": "mcp", "options": {"command": command, "tools": TOOLS, **options}})
+
+
+def test_a_read_only_tool_s_call_is_recorded_and_cited(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    with embedded(tmp_path) as app:
+        who = specialist(app, "inventory", config(log))
+        asked = {"tool": "certificate_inventory", "arguments": {"service": "payments-api"}}
+        result = request_and_answer(app, who, "mcp-1", "mcp_query", asked)[-1].items[0]
+        stored = json.loads(whole(app, result.query.response))
+        cited = json.loads(excerpt(app, result.observation.evidence_ref))
+    assert result.status == "completed" and result.query.completed is True
+    assert result.query.operation == "call_tool"
+    assert result.query.parameters == {"tool": "certificate_inventory", "arguments": '{"service": "payments-api"}'}
+    assert "CHG-5531 rotated the leaf certificate" in result.observation.statement
+    assert cited == stored["content"][0] and cited["type"] == "text"
+    assert log.read_text().split() == ["certificate_inventory"]
+
+
+@pytest.mark.parametrize("tool", ["restart_service", "rotate_certificate", "not_allowed", "missing_everywhere"])
+def test_a_tool_not_annotated_read_only_or_not_allowed_is_refused_and_never_called(tmp_path: Path, tool: str) -> None:
+    log = tmp_path / "calls.log"
+    with embedded(tmp_path) as app:
+        who = specialist(app, "inventory", config(log))
+        result = request_and_answer(app, who, "mcp-2", "mcp_query", {"tool": tool})[-1].items[0]
+    assert result.status == "failed" and result.query.completed is False
+    expected = "not annotated readOnlyHint: true" if tool in TOOLS else "is not on this source's allow-list"
+    assert expected in result.summary
+    assert not log.exists()  # nothing reached the server's tools
+
+
+def test_an_explicit_override_allows_a_tool_without_the_hint_and_a_tool_error_is_a_failed_result(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "calls.log"
+    with embedded(tmp_path) as app:
+        who = specialist(app, "inventory", config(log, allow_without_read_only_hint=["rotate_certificate"]))
+        rotated = request_and_answer(
+            app, who, "mcp-3", "mcp_query", {"tool": "rotate_certificate", "arguments": {"service": "x"}}
+        )
+        broken = request_and_answer(app, who, "mcp-4", "mcp_query", {"tool": "broken", "arguments": {"service": "x"}})
+    assert rotated[-1].items[0].status == "completed"
+    failed = broken[-1].items[0]
+    assert failed.status == "failed" and "answered an error: Error executing tool broken" in failed.summary
+    assert log.read_text().split() == ["rotate_certificate", "broken"]
+
+
+def test_an_override_for_a_tool_off_the_allow_list_is_a_configuration_mistake(tmp_path: Path) -> None:
+    path = tmp_path / "sources.toml"
+    path.write_text(
+        '[tenants.t.sources.m]\ntype = "mcp"\n'
+        'options = { command = ["x"], tools = ["a"], allow_without_read_only_hint = ["b"] }\n'
+    )
+    with pytest.raises(ConfigurationError, match="allow_without_read_only_hint names tools not in tools: b"):
+        load_sources(path)
+
+
+def test_caseboard_s_own_mcp_server_answers_its_read_only_tools_and_its_submit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A released MCP server (``caseboard mcp``, stdio): ``whoami`` and ``list_workspaces`` are annotated
+    read-only and answer; ``submit`` is not, so it is refused before any call and nothing is submitted."""
+    served = f"sqlite:///{tmp_path}/served.db"
+    keys = open_key_store(served)
+    try:
+        token = keys.create("auditor", (Role.REPORTER,), "tenant-a").token
+    finally:
+        keys.close()
+    monkeypatch.setenv("CASEBOARD_DATABASE_URL", served)
+    monkeypatch.setenv("CASEBOARD_API_KEY", token)
+    options = {
+        "command": [sys.executable, "-m", "caseboard", "mcp"],
+        "tools": ["whoami", "list_workspaces", "submit"],
+        "env_from": ["CASEBOARD_DATABASE_URL", "CASEBOARD_API_KEY"],
+    }
+    config = SourceConfig.model_validate({"type": "mcp", "options": options})
+    with embedded(tmp_path) as app:
+        who = specialist(app, "caseboard", config)
+        whoami = request_and_answer(app, who, "mcp-5", "mcp_query", "whoami")[-1].items[0]
+        submit = request_and_answer(
+            app, who, "mcp-6", "mcp_query", {"tool": "submit", "arguments": {"workspace_id": "x", "items": []}}
+        )[-1].items[0]
+    assert whoami.status == "completed" and '"principal":"auditor"' in whoami.observation.statement
+    assert submit.status == "failed" and "'submit' is not annotated readOnlyHint: true" in submit.summary
+    ledger = open_ledger(served)
+    try:
+        assert ledger.head("x") == 0
+    finally:
+        ledger.close()
