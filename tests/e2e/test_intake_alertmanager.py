@@ -14,9 +14,17 @@ import pytest
 
 from caseboard.intake.alerts import AlertGroup
 from caseboard.intake.translate import workspace_id
-from tests.alerting_services import metrics_target, private_alertmanager, private_prometheus
+from tests.conftest import service_missing
 from tests.e2e.procs import poll
 from tests.http_server import RunningServer, running_server
+from tests.sources.servers import (
+    alertmanager,
+    counter_target,
+    have_alertmanager,
+    have_prometheus,
+    prometheus,
+    webhook_notifications,
+)
 
 RULES = """
 groups:
@@ -46,26 +54,28 @@ def ledger_items(server: RunningServer, workspace: str) -> list[dict[str, Any]]:
 
 
 def test_a_firing_rule_opens_one_workspace_through_re_sends_and_its_resolution(server: RunningServer) -> None:
+    if not (have_prometheus() and have_alertmanager()):
+        service_missing("prometheus", FileNotFoundError("Debian's prometheus and prometheus-alertmanager"))
     token = server.token("alertmanager", "intake")
     workspace = workspace_id(AlertGroup(source="alertmanager", group=GROUP, labels={}, summary="", alerts=()))
     failing = threading.Event()
     failing.set()
-    with metrics_target() as target:
+    with counter_target() as (target, failures):
 
         def fail() -> None:
             while failing.is_set():
-                target.failures.inc()
+                failures.inc()
                 time.sleep(0.2)
 
         driver = threading.Thread(target=fail, daemon=True)
         driver.start()
         with (
-            private_alertmanager(f"{server.base_url}/intake/alertmanager", token) as alertmanager,
-            private_prometheus(target.address, alertmanager.url, RULES),
+            alertmanager(f"{server.base_url}/intake/alertmanager", token) as manager,
+            prometheus([target], RULES, manager),
         ):
             poll("the alert's workspace", lambda: ledger_items(server, workspace), timeout=60)
-            sent = alertmanager.notifications()
-            poll("two re-sends of the group", lambda: alertmanager.notifications() >= sent + 2, timeout=30)
+            sent = webhook_notifications(manager)
+            poll("two re-sends of the group", lambda: webhook_notifications(manager) >= sent + 2, timeout=30)
             failing.clear()
             driver.join(5)
             poll(
@@ -73,15 +83,15 @@ def test_a_firing_rule_opens_one_workspace_through_re_sends_and_its_resolution(s
                 lambda: any("resolved" in i.get("statement", "") for i in ledger_items(server, workspace)),
                 timeout=60,
             )
-            notifications = alertmanager.notifications()
+            notifications = webhook_notifications(manager)
     items = ledger_items(server, workspace)
     assert notifications >= 3
     assert [i["type"] for i in items] == ["open", "observation", "observation"]
     opened, firing, resolved = items
     assert opened["scope"] == {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"}
-    assert firing["statement"].startswith(f"AuthFailuresHigh firing on {target.address} since ")
-    assert resolved["statement"].startswith(f"AuthFailuresHigh on {target.address} resolved at ")
-    assert firing["source"] == resolved["source"] == {"system": "alertmanager", "instance": target.address}
+    assert firing["statement"].startswith(f"AuthFailuresHigh firing on {target} since ")
+    assert resolved["statement"].startswith(f"AuthFailuresHigh on {target} resolved at ")
+    assert firing["source"] == resolved["source"] == {"system": "alertmanager", "instance": target}
     shown = server.as_("op", "operator").get(f"/workspaces/{workspace}").json()
     assert shown["status"] == "investigating" and shown["workspace_version"] == 3
     keys = [key for key in server.app.ledger.keys_named(workspace)]

@@ -31,6 +31,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from prometheus_client import CollectorRegistry, Counter, start_http_server
 
 
 def free_port() -> int:
@@ -85,8 +86,9 @@ def have_prometheus() -> bool:
 
 
 @contextmanager
-def prometheus(targets: list[str], rules: str | None = None) -> Iterator[str]:
-    """The URL of a private Prometheus scraping ``targets`` every second, with temporary storage."""
+def prometheus(targets: list[str], rules: str | None = None, alertmanager: str | None = None) -> Iterator[str]:
+    """The URL of a private Prometheus scraping ``targets`` every second, with temporary storage; with
+    ``alertmanager`` (its URL) it sends the alerts of ``rules`` there, again every second."""
     with tempfile.TemporaryDirectory(prefix="caseboard-prom-") as tmp:
         port = free_port()
         config = Path(tmp) / "prometheus.yml"
@@ -94,6 +96,9 @@ def prometheus(targets: list[str], rules: str | None = None) -> Iterator[str]:
         if rules is not None:
             (Path(tmp) / "rules.yml").write_text(rules)
             groups = "rule_files: [rules.yml]\n"
+        if alertmanager is not None:
+            where = alertmanager.removeprefix("http://")
+            groups += f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['{where}']}}]}}]}}\n"
         config.write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
             + groups
@@ -109,6 +114,7 @@ def prometheus(targets: list[str], rules: str | None = None) -> Iterator[str]:
                 f"--config.file={config}",
                 f"--storage.tsdb.path={tmp}/data",
                 f"--web.listen-address=127.0.0.1:{port}",
+                "--rules.alert.resend-delay=1s",
                 "--log.level=error",
             ],
             stdout=subprocess.DEVNULL,
@@ -120,6 +126,22 @@ def prometheus(targets: list[str], rules: str | None = None) -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(20)
+
+
+@contextmanager
+def counter_target() -> Iterator[tuple[str, Counter]]:
+    """``host:port`` of metrics served from this process, and their counter ``auth_failures_total``, which the
+    test increments while it wants authentication to fail."""
+    registry = CollectorRegistry()
+    failures = Counter("auth_failures", "authentication failures", registry=registry)
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        yield f"127.0.0.1:{port}", failures
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 class RecordingProxy:
@@ -320,12 +342,24 @@ def have_alertmanager() -> bool:
 
 
 @contextmanager
-def alertmanager() -> Iterator[str]:
-    """The URL of a private Alertmanager (Debian's ``prometheus-alertmanager``), no cluster, temporary storage."""
+def alertmanager(webhook: str | None = None, token: str | None = None, group_interval_s: int = 2) -> Iterator[str]:
+    """The URL of a private Alertmanager (Debian's ``prometheus-alertmanager``), no cluster, temporary storage;
+    with ``webhook`` it posts every group of alerts there (with ``token`` as a bearer, resolutions included),
+    grouped by alert name, again every ``group_interval_s``."""
     with tempfile.TemporaryDirectory(prefix="caseboard-am-") as tmp:
         port = free_port()
         config = Path(tmp) / "alertmanager.yml"
-        config.write_text("route: {receiver: none}\nreceivers: [{name: none}]\n")
+        if webhook is None:
+            config.write_text("route: {receiver: none}\nreceivers: [{name: none}]\n")
+        else:
+            (Path(tmp) / "token").write_text(token or "")
+            interval = f"{group_interval_s}s"
+            config.write_text(
+                f"route: {{receiver: hook, group_by: [alertname], group_wait: 1s, group_interval: {interval}, "
+                f"repeat_interval: {interval}}}\n"
+                f"receivers: [{{name: hook, webhook_configs: [{{url: '{webhook}', send_resolved: true, "
+                f"http_config: {{authorization: {{type: Bearer, credentials_file: '{tmp}/token'}}}}}}]}}]\n"
+            )
         process = subprocess.Popen(
             [
                 "prometheus-alertmanager",
@@ -344,3 +378,11 @@ def alertmanager() -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(20)
+
+
+def webhook_notifications(alertmanager_url: str) -> float:
+    """How many webhook notifications an Alertmanager has sent (its ``alertmanager_notifications_total``)."""
+    for line in httpx.get(f"{alertmanager_url}/metrics", timeout=5).text.splitlines():
+        if line.startswith('alertmanager_notifications_total{integration="webhook"}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
