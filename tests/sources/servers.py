@@ -81,6 +81,19 @@ def metrics_target(change: Path) -> Iterator[str]:
         process.wait(10)
 
 
+@contextmanager
+def _serving(program: str, config: Path, port: int, flags: list[str]) -> Iterator[str]:
+    """``program`` (Prometheus or Alertmanager) on ``port`` of 127.0.0.1 with ``config``, until the block ends."""
+    args = [program, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}", "--log.level=error", *flags]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/-/ready")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
 def have_prometheus() -> bool:
     return shutil.which("prometheus") is not None
 
@@ -108,24 +121,9 @@ def prometheus(targets: list[str], rules: str | None = None, alertmanager: str |
                 for i, t in enumerate(targets)
             )
         )
-        process = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--rules.alert.resend-delay=1s",
-                "--log.level=error",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for(f"http://127.0.0.1:{port}/-/ready")
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(20)
+        flags = [f"--storage.tsdb.path={tmp}/data", "--rules.alert.resend-delay=1s"]
+        with _serving("prometheus", config, port, flags) as url:
+            yield url
 
 
 @contextmanager
@@ -360,24 +358,9 @@ def alertmanager(webhook: str | None = None, token: str | None = None, group_int
                 f"receivers: [{{name: hook, webhook_configs: [{{url: '{webhook}', send_resolved: true, "
                 f"http_config: {{authorization: {{type: Bearer, credentials_file: '{tmp}/token'}}}}}}]}}]\n"
             )
-        process = subprocess.Popen(
-            [
-                "prometheus-alertmanager",
-                f"--config.file={config}",
-                f"--storage.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--cluster.listen-address=",
-                "--log.level=error",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for(f"http://127.0.0.1:{port}/-/ready")
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(20)
+        flags = [f"--storage.path={tmp}/data", "--cluster.listen-address="]
+        with _serving("prometheus-alertmanager", config, port, flags) as url:
+            yield url
 
 
 def webhook_notifications(alertmanager_url: str) -> float:
