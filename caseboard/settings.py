@@ -43,6 +43,9 @@ class Settings:
     model_calls_per_cycle: int = 12
     """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
     model_tokens_per_cycle: int = 40_000
+    chain_recheck_s: int = 300
+    """A server re-verifies the chain under each cached workspace this often (``CASEBOARD_CHAIN_RECHECK_S``,
+    ADR 0144): a row altered after its state was cached is found within this many seconds."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +70,7 @@ class Settings:
             model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
+            chain_recheck_s=_int(env, "CASEBOARD_CHAIN_RECHECK_S", 300),
         )
         settings.validate()
         return settings

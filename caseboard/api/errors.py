@@ -38,6 +38,7 @@ from caseboard.domain.errors import (
     VersionOutOfRange,
 )
 from caseboard.domain.workspace_key import bare
+from caseboard.replay.audit import ChainBroken
 
 RETRY_AFTER_S = "1"
 """``Retry-After`` of a 503 ``unavailable``: the server finds out within about a second that the database is
@@ -185,6 +186,8 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, Refusal):
         return refusal_response(error.outcome().as_json())
+    if isinstance(error, ChainBroken):  # a commit under what a read would serve does not match its hash (ADR 0144)
+        return JSONResponse(error.to_body(), status_code=409)
     if isinstance(error, UnknownWorkspace):  # a caller sees the id it named, never the key (docs/adr/0130)
         return JSONResponse(unknown_workspace(bare(error.workspace_id)).body, status_code=404)
     if isinstance(error, VersionOutOfRange):

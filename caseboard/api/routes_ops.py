@@ -9,6 +9,7 @@ the ledger's connections are being refused after a failed connect, the probe fai
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -19,6 +20,7 @@ from caseboard.api.metrics import CONTENT_TYPE
 from caseboard.api.models import Health
 from caseboard.api.services import Services
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.replay.audit import guard_for
 
 router = APIRouter(tags=["operations"])
 
@@ -35,9 +37,19 @@ PROBE_WORKSPACE = "caseboard-health-probe"
 async def health(request: Request, svc: ServicesDep) -> JSONResponse:
     problem = await _probe(request, svc)
     if problem is not None:
-        body = {"status": "unavailable", "ledger": problem}
+        body = {"status": "unavailable", "ledger": problem, "chain": _chain(svc)}
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_S})
-    return JSONResponse({"status": "ok", "ledger": "ok"})
+    return JSONResponse({"status": "ok", "ledger": "ok", "chain": _chain(svc)})
+
+
+def _chain(svc: Services) -> dict[str, object]:
+    """The last re-verification of the chains under the cached workspaces (ADR 0144): a tampered chain is not
+    an outage (the other workspaces are served), so it is reported here and the status stays as it is."""
+    guard = guard_for(svc.app.ledger)
+    tampered, at = guard.tampered(), guard.rechecked_at
+    status = "not_checked" if at is None else "tampered" if tampered else "intact"
+    when = None if at is None else datetime.fromtimestamp(at, UTC).isoformat()
+    return {"status": status, "tampered": tampered, "checked": guard.rechecked, "checked_at": when}
 
 
 async def _probe(request: Request, svc: Services) -> str | None:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from caseboard.api.event_hub import EventHub
 from caseboard.api.metrics import Metrics
 from caseboard.app import App
+from caseboard.domain.commit import Commit
 from caseboard.keys import ApiKey, KeyStore, hash_secret
+from caseboard.replay.audit import ReadGuard, guard_for
 
 
 class KeyCache:
@@ -50,4 +52,17 @@ class Services:
 
     def __post_init__(self) -> None:
         listen = self.app.listen_for_commits if self.app.ledger.capabilities.live else None
-        self.events = EventHub(self.app.ledger, listen, self.poll_interval_s)
+        self.events = EventHub(CheckedCommits(guard_for(self.app.ledger)), listen, self.poll_interval_s)
+
+
+class CheckedCommits:
+    """The ledger as the events' follower reads it: every commit through the chain's guard (ADR 0144)."""
+
+    def __init__(self, guard: ReadGuard) -> None:
+        self.guard = guard
+
+    def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]:
+        return self.guard.commits(workspace_id, after, upto)
+
+    def head(self, workspace_id: str) -> int:
+        return self.guard.ledger.head(workspace_id)
