@@ -184,9 +184,14 @@ class ChainHealth(BaseModel):
 
 
 class Health(BaseModel):
+    """Each store: ``ok``, ``unavailable``, or ``no answer within 0.8 s`` (what the store said is logged)."""
+
     status: Literal["ok", "unavailable"]
     ledger: str
-    chain: ChainHealth | None = None
+    keys: str
+    artifacts: str
+    knowledge: str
+    chain: ChainHealth
 
 
 class Whoami(BaseModel):
