@@ -10,7 +10,9 @@ connections are being refused after a failed connect, the probe fails at once (A
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
@@ -33,6 +35,8 @@ PROBE_WORKSPACE = "caseboard-health-probe"
 PROBE_TOKEN = "cbk_healthprobe0_none"
 """Shaped like a key's token (so the key store is asked), and no key's."""
 OK, UNAVAILABLE, NO_ANSWER = "ok", "unavailable", f"no answer within {HEALTH_TIMEOUT_S:g} s"
+SLOW_STORES_S = 5.0
+"""The artifact and knowledge stores are asked at most this often while they answer (each question connects)."""
 
 
 @router.get(
@@ -61,16 +65,28 @@ def _chain(svc: Services) -> dict[str, object]:
     return {"status": status, "tampered": tampered, "checked": guard.rechecked, "checked_at": when}
 
 
-def _stores(svc: Services) -> dict[str, str]:
+def _stores(svc: Services, slow: _SlowStores) -> dict[str, str]:
     """One cheap question to each store the server uses (ADR 0145): ``ok`` or ``unavailable``; what a store
-    said is logged, never answered (it may carry the database's own words)."""
+    said is logged, never answered (it may carry the database's own words). The ledger and the key store are
+    asked at every probe; the artifact and knowledge stores, whose questions cost a connection of their own,
+    at most every ``SLOW_STORES_S`` while every store answers (their last answers are reported in between)."""
     app = svc.app
-    questions: dict[str, Callable[[], object]] = {
-        "ledger": lambda: app.ledger.head(PROBE_WORKSPACE),
-        "keys": lambda: svc.keys.authenticate(PROBE_TOKEN),
-        "artifacts": lambda: _absent_artifact(svc),
-        "knowledge": lambda: app.knowledge().store.search(PROBE_WORKSPACE, service=PROBE_WORKSPACE, limit=1),
-    }
+    states = _ask(
+        {"ledger": lambda: app.ledger.head(PROBE_WORKSPACE), "keys": lambda: svc.keys.authenticate(PROBE_TOKEN)}
+    )
+    now = time.monotonic()
+    if now - slow.asked_at >= SLOW_STORES_S or any(state != OK for state in (*states.values(), *slow.states.values())):
+        slow.asked_at = now
+        slow.states = _ask(
+            {
+                "artifacts": lambda: _absent_artifact(svc),
+                "knowledge": lambda: app.knowledge().store.search(PROBE_WORKSPACE, service=PROBE_WORKSPACE),
+            }
+        )
+    return {**states, **slow.states}
+
+
+def _ask(questions: dict[str, Callable[[], object]]) -> dict[str, str]:
     states = {}
     for name, question in questions.items():
         try:
@@ -81,6 +97,14 @@ def _stores(svc: Services) -> dict[str, str]:
         else:
             states[name] = OK
     return states
+
+
+@dataclass
+class _SlowStores:
+    """When a server last asked its artifact and knowledge stores, and what they answered."""
+
+    asked_at: float = float("-inf")
+    states: dict[str, str] = field(default_factory=dict)
 
 
 def _absent_artifact(svc: Services) -> None:
@@ -96,7 +120,10 @@ async def _probe(request: Request, svc: Services) -> dict[str, str]:
     state = request.app.state
     probe: asyncio.Future[dict[str, str]] | None = getattr(state, "health_probe", None)
     if probe is None or probe.done() or probe.get_loop() is not loop:
-        probe = asyncio.ensure_future(loop.run_in_executor(None, _stores, svc))
+        slow = getattr(state, "slow_stores", None)
+        if slow is None:
+            slow = state.slow_stores = _SlowStores()
+        probe = asyncio.ensure_future(loop.run_in_executor(None, _stores, svc, slow))
         probe.add_done_callback(lambda done: done.cancelled() or done.exception())  # a late one's error is read
         state.health_probe = probe
     try:
