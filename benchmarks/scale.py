@@ -339,7 +339,8 @@ def subscribers(url: str, sizes: Sizes) -> dict[str, float]:
         reader = keys.create("reader", (Role.OPERATOR,), "bench").token
         writer = keys.create("specialist-0", (Role.SPECIALIST,), "bench").token
         limit = str(sizes.subscribers // SSE_SERVERS + 64)
-        with serve(url, 1, "--max-connections", limit) as first, serve(url, 1, "--max-connections", limit) as second:
+        flags = ("--max-connections", limit, "--max-connections-per-client", limit)  # all from one address
+        with serve(url, 1, *flags) as first, serve(url, 1, *flags) as second:
             delays, refused = asyncio.run(_fan_out([first, second][:SSE_SERVERS], reader, writer, sizes))
     finally:
         keys.close()

@@ -16,3 +16,6 @@ class HttpLimits:
     """How long an idle keep-alive connection stays open after a response (uvicorn's own timeout)."""
     max_connections: int = 512
     """Connections one server process holds at once; one more gets a 503 and is closed."""
+    max_connections_per_client: int = 64
+    """Connections one client address may hold at once in one server process; one more gets a 503 and is
+    closed (ADR 0146). Behind a proxy every client has the proxy's address: raise it to ``max_connections``."""

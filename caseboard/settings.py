@@ -48,6 +48,9 @@ class Settings:
     """The pilot loop's per-tenant configuration (``CASEBOARD_TENANTS``, TOML; ``caseboard/tenant_config.py``)."""
     sources_path: str | None = None
     """The diagnostic sources' configuration file (``CASEBOARD_SOURCES``, TOML or YAML; docs/sources.md)."""
+    chain_recheck_s: int = 300
+    """A server re-verifies the chain under each cached workspace this often (``CASEBOARD_CHAIN_RECHECK_S``,
+    ADR 0144): a row altered after its state was cached is found within this many seconds."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -74,6 +77,7 @@ class Settings:
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
             tenants_file=env.get("CASEBOARD_TENANTS") or None,
             sources_path=env.get("CASEBOARD_SOURCES") or None,
+            chain_recheck_s=_int(env, "CASEBOARD_CHAIN_RECHECK_S", 300),
         )
         settings.validate()
         return settings

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -38,7 +39,9 @@ from caseboard.domain.errors import (
     VersionOutOfRange,
 )
 from caseboard.domain.workspace_key import bare
+from caseboard.replay.audit import ChainBroken
 
+log = structlog.get_logger("caseboard.api")
 RETRY_AFTER_S = "1"
 """``Retry-After`` of a 503 ``unavailable``: the server finds out within about a second that the database is
 back (ADR 0040)."""
@@ -182,9 +185,27 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
     return JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422)
 
 
+DATABASE_UNAVAILABLE = "the database cannot be reached right now; retry shortly"
+
+
+def unavailable_message(error: LedgerUnavailable) -> str:
+    """What a client is told of an unavailable store: caseboard's own words, or, when a database error is
+    under it (its text may name hosts, roles or statements), a fixed sentence, the error being logged (ADR
+    0145)."""
+    cause: BaseException | None = error.__cause__ or error.__context__
+    while cause is not None:
+        if not isinstance(cause, CaseboardError):
+            log.warning("store_unavailable", error=" ".join(str(error).split())[:500])
+            return DATABASE_UNAVAILABLE
+        cause = cause.__cause__ or cause.__context__
+    return str(error)
+
+
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, Refusal):
         return refusal_response(error.outcome().as_json())
+    if isinstance(error, ChainBroken):  # a commit under what a read would serve does not match its hash (ADR 0144)
+        return JSONResponse(error.to_body(), status_code=409)
     if isinstance(error, UnknownWorkspace):  # a caller sees the id it named, never the key (docs/adr/0130)
         return JSONResponse(unknown_workspace(bare(error.workspace_id)).body, status_code=404)
     if isinstance(error, VersionOutOfRange):
@@ -195,7 +216,7 @@ async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse
         body = {"ok": False, "reason": Reason.INVALID.value, "message": str(error), "field": "reducer"}
         return JSONResponse(body, status_code=422)
     if isinstance(error, LedgerUnavailable):
-        body = {"ok": False, "reason": Reason.UNAVAILABLE.value, "message": str(error)}
+        body = {"ok": False, "reason": Reason.UNAVAILABLE.value, "message": unavailable_message(error)}
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_S})
     assert isinstance(error, CaseboardError)
     return JSONResponse({"ok": False, "reason": Reason.INVALID.value, "message": str(error)}, status_code=422)

@@ -6,7 +6,8 @@ reads grow with commits and followed workspaces, not with streams. The hub's one
 commit notifier's NOTIFY where the ledger announces its commits (PostgreSQL, ADR 0012) and then reads each
 followed workspace; it reads every ``FALLBACK_S`` as well, since a lost NOTIFY only delays. On SQLite, and
 while the LISTEN connection cannot be opened, it reads every ``poll_interval_s`` instead. A read the ledger
-refuses ends that workspace's streams as ``unavailable``.
+refuses ends that workspace's streams as ``unavailable``; a commit that does not match its hash (the reads
+go through the chain's guard, ADR 0144) ends them as ``tampered``.
 
 A stream takes its commits from ``Subscription.after``: the follower's batches, and, read from the ledger
 by the stream itself, whatever lies between its position and them: the commits before it joined (a
@@ -41,6 +42,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.domain.workspace_key import bare
 from caseboard.keys import hash_secret
+from caseboard.replay.audit import ChainBroken
 
 log = structlog.get_logger("caseboard.api")
 T = TypeVar("T")
@@ -107,7 +109,7 @@ class Follower:
         for subscription in self.subscriptions:
             subscription.offer(events)
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str | ChainBroken) -> None:
         for subscription in self.subscriptions:
             subscription.failure = reason
             subscription.wake()
@@ -120,7 +122,7 @@ class Subscription:
         self.hub = hub
         self.follower = follower
         self.pending: deque[Event] = deque()
-        self.failure: str | None = None
+        self.failure: str | ChainBroken | None = None
         self._waiter: asyncio.Future[None] | None = None
 
     def offer(self, events: list[Event]) -> None:
@@ -137,6 +139,8 @@ class Subscription:
         ``wait_s``. Raises ``LedgerUnavailable`` when the ledger cannot be read."""
         deadline = time.monotonic() + wait_s
         while True:
+            if isinstance(self.failure, ChainBroken):
+                raise self.failure
             if self.failure is not None:
                 raise LedgerUnavailable(self.failure)
             pending = self.pending
@@ -313,6 +317,9 @@ class EventHub:
                 commits = self.ledger.read(follower.workspace_id, after, after + BATCH)
             except LedgerUnavailable as error:
                 _call(follower, follower.fail, str(error))
+                continue
+            except ChainBroken as error:
+                _call(follower, follower.fail, error)
                 continue
             finally:
                 self.reads += 1

@@ -9,7 +9,10 @@ with, per connection:
   are complete, at most ``header_timeout_s``;
 - a body timeout: from the headers until the whole body has arrived, at most ``body_timeout_s``;
 - a limit on the connections the process holds at once: one over ``max_connections`` gets a 503 and is
-  closed at once.
+  closed at once;
+- a limit on the connections one client address holds at once (ADR 0146): one over
+  ``max_connections_per_client`` gets a 503 and is closed at once, so that slow or idle clients from one
+  address cannot take the connections every other client needs.
 
 A connection that times out in the middle of a request gets a 408, one that sent nothing is closed; both
 answers have the contract's error shape. The limits travel on uvicorn's ``Config`` (``caseboard_limits``),
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -28,6 +32,18 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from caseboard.http_limits import HttpLimits
 
 log = structlog.get_logger("caseboard.api")
+LOG_EVERY_S = 1.0
+
+
+@dataclass
+class _Refusals:
+    """Connections refused since the last ``http_connection_refused`` line, and when it was logged."""
+
+    count: int = 0
+    logged_at: float = float("-inf")
+
+
+_REFUSALS = _Refusals()
 
 
 def _answer(status: str, reason: str, message: str, extra: str = "") -> bytes:
@@ -51,12 +67,31 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
-            message = f"the server holds its limit of {self.limits.max_connections} connections; retry shortly"
-            transport.write(_answer("503 Service Unavailable", "unavailable", message, "retry-after: 1\r\n"))
-            transport.close()
-            log.warning("http_connection_refused", limit=self.limits.max_connections)
+            message = f"the server holds its limit of {self.limits.max_connections} connections"
+            self._refuse(transport, message, limit=self.limits.max_connections)
+            return
+        if self._held_by_client() > self.limits.max_connections_per_client:
+            limit = self.limits.max_connections_per_client
+            self._refuse(transport, f"this client address holds its limit of {limit} connections", limit=limit)
             return
         self._arm(self.limits.header_timeout_s, "headers")
+
+    def _held_by_client(self) -> int:
+        """The connections of this process open from this connection's client address, this one included."""
+        if self.client is None:
+            return 0
+        address = self.client[0]
+        return sum(1 for other in self.connections if (getattr(other, "client", None) or ("",))[0] == address)
+
+    def _refuse(self, transport: asyncio.Transport, message: str, *, limit: int) -> None:
+        retry = "retry-after: 1\r\n"
+        transport.write(_answer("503 Service Unavailable", "unavailable", f"{message}; retry shortly", retry))
+        transport.close()
+        _REFUSALS.count += 1
+        now = self.loop.time()
+        if now - _REFUSALS.logged_at >= LOG_EVERY_S:  # at most one line a second under a flood
+            log.warning("http_connection_refused", limit=limit, refused=_REFUSALS.count)
+            _REFUSALS.logged_at, _REFUSALS.count = now, 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

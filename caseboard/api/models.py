@@ -171,9 +171,27 @@ class Timeline(BaseModel):
     entries: list[TimelineEntry]
 
 
+class ChainHealth(BaseModel):
+    """What the last re-verification of the chains under this process's cached workspaces found (ADR 0144)."""
+
+    status: Literal["intact", "tampered", "not_checked"]
+    tampered: int
+    """Cached workspaces whose chain does not hold: their reads answer 409 ``tampered``."""
+    checked: int
+    """The cached workspaces the last sweep verified."""
+    checked_at: str | None
+    """When the last sweep ended (ISO 8601), or None before the first."""
+
+
 class Health(BaseModel):
+    """Each store: ``ok``, ``unavailable``, or ``no answer within 0.8 s`` (what the store said is logged)."""
+
     status: Literal["ok", "unavailable"]
     ledger: str
+    keys: str
+    artifacts: str
+    knowledge: str
+    chain: ChainHealth
 
 
 class Whoami(BaseModel):

@@ -12,7 +12,8 @@ A stream lasts as long as its key does: every ``key_cache_s`` (the revocation de
 the key is checked again in the key store (one question for all the streams of a key, ``KeyChecks``), and
 a revoked key's stream ends with an ``end`` event whose reason is ``revoked``.
 When the ledger cannot be read, or the key cannot be checked, the stream ends with reason ``unavailable``
-(the client reconnects with ``Last-Event-ID``); so do the streams open when the server shuts down.
+(the client reconnects with ``Last-Event-ID``); so do the streams open when the server shuts down. A commit
+that does not match its hash is never sent: the stream ends with reason ``tampered`` (ADR 0144).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from caseboard.api.event_hub import Event, end_event
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.replay.audit import ChainBroken
 
 router = APIRouter(tags=["subscribers"])
 KEEPALIVE_S = 15.0
@@ -45,7 +47,8 @@ KEEPALIVE_S = 15.0
         200: {
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
             "description": "`commit` events (id = workspace version), then one `end` event (`reason`: "
-            "`timeout`, `revoked` once the key is revoked, or `unavailable`; `next_after`: where to resume)",
+            "`timeout`, `revoked` once the key is revoked, `unavailable`, or `tampered`; `next_after`: where to "
+            "resume)",
         },
         **ERROR_RESPONSES,
     },
@@ -114,5 +117,8 @@ async def _follow(
                     yield ": keep-alive\n\n"
     except LedgerUnavailable:
         yield end_event("unavailable", position)
+        return
+    except ChainBroken:
+        yield end_event("tampered", position)
         return
     yield end_event("timeout", position)

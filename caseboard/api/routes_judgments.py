@@ -12,6 +12,7 @@ from caseboard.agent.audit import judgments
 from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.routes_write import WorkspaceId
+from caseboard.replay.audit import guard_for
 
 router = APIRouter(tags=["reading"])
 
@@ -63,5 +64,5 @@ def list_judgments(
     after: Annotated[int, Query(ge=0, le=2**62, description="only judgments committed after this version")] = 0,
 ) -> JSONResponse:
     key = workspace_key(svc, who, workspace_id)
-    entries = judgments(svc.app.ledger.iter_commits(key, after=after))
+    entries = judgments(guard_for(svc.app.ledger).commits(key, after=after))  # checked rows (ADR 0144)
     return JSONResponse({"workspace_id": workspace_id, "after": after, "judgments": entries})

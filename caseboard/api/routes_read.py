@@ -24,8 +24,8 @@ from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.projections.timeline import timeline as timeline_entries
-from caseboard.reducers import tenant_of
-from caseboard.replay.audit import ChainBroken, guard_for
+from caseboard.reducers import get_reducer, tenant_of
+from caseboard.replay.audit import guard_for
 
 router = APIRouter(tags=["reading"])
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
@@ -33,16 +33,15 @@ Version = Annotated[int | None, Query(ge=1, description="a past version (default
 
 
 def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | None) -> dict[str, Any]:
-    """The head from the cached state (caught up first); other versions or reducers folded from the ledger."""
+    """The head from the cached state (caught up first); other versions or reducers folded from the ledger.
+    Either is read through the chain's guard: a commit that does not match its hash is never served (ADRs
+    0050, 0144)."""
     workspaces = svc.app.workspaces
-    guard = guard_for(svc.app.ledger)  # a commit that does not match its hash is never served (ADR 0050)
+    guard = guard_for(svc.app.ledger)
     if version is None and reducer in (None, workspaces.reducer.name):
-        state, document = workspaces.head_state(workspace_id, workspaces.reducer.render)
-        guard.check_head(workspace_id, state, document["workspace_version"])
-        return document
-    document = workspaces.show(workspace_id, version, reducer)
-    guard.check_version(workspace_id, document["workspace_version"])
-    return document
+        return guard.head(workspaces, workspace_id, workspaces.reducer.render)
+    chosen = get_reducer(reducer) if reducer else workspaces.reducer
+    return chosen.render(guard.state(workspaces, workspace_id, version, chosen.name))
 
 
 @router.get("/whoami", response_model=Whoami, responses=ERROR_RESPONSES, summary="The key's principal, role, tenant")
@@ -81,10 +80,7 @@ def projection(
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     key = workspace_key(svc, who, workspace_id)
-    try:
-        document = _show(svc, key, version, reducer)
-    except ChainBroken as error:
-        return JSONResponse(error.to_body(), status_code=409)
+    document = _show(svc, key, version, reducer)
     wants_yaml = format == "yaml" or (format is None and any(t in (accept or "") for t in YAML_TYPES))
     stale_now = stale_now_header(document, datetime.now(UTC))  # evidence expired since (ADR 0060)
     headers = {STALE_NOW_HEADER: stale_now} if stale_now else None
@@ -108,7 +104,7 @@ def ledger(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> JSONResponse:
     key = workspace_key(svc, who, workspace_id)
-    commits = svc.app.ledger.read(key, after=after, upto=after + limit)
+    commits = guard_for(svc.app.ledger).commits(key, after=after, upto=after + limit)
     head = svc.app.ledger.head(key)
     records = []
     for commit in commits:
@@ -130,10 +126,7 @@ def ledger(
 )
 def timeline(workspace_id: WorkspaceId, who: CallerDep, svc: ServicesDep, version: Version = None) -> JSONResponse:
     key = workspace_key(svc, who, workspace_id)
-    try:
-        document = _show(svc, key, version, None)
-    except ChainBroken as error:
-        return JSONResponse(error.to_body(), status_code=409)
+    document = _show(svc, key, version, None)
     entries = timeline_entries(document)
     return JSONResponse(
         {"workspace_id": workspace_id, "workspace_version": document["workspace_version"], "entries": entries}
@@ -173,8 +166,9 @@ def view(
             field="role",
         )
     workspaces = svc.app.workspaces
+    guard = guard_for(svc.app.ledger)
     state = workspaces.state_at(key, version)
-    commits = svc.app.ledger.read(key, upto=state.version)
+    commits = guard.commits(key, upto=state.version)  # every row under the view, checked (ADR 0144)
     when = datetime.now(UTC) if as_of is None else as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
     excerpts = excerpts_for(lambda: svc.app.artifacts, tenant_of(state), commits)  # docs/adr/0081
     found = None

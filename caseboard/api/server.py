@@ -29,6 +29,7 @@ from caseboard.api.services import KeyCache, Services
 from caseboard.app import App
 from caseboard.domain.errors import CaseboardError
 from caseboard.keys import KeyStore
+from caseboard.replay.audit import ChainWatch, guard_for
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 """A contribution holds at most 100 items of short claims; large material lives behind evidence_ref."""
@@ -62,9 +63,13 @@ def create_app(
         key_cache=KeyCache(key_cache_s),
     )
 
+    watch = ChainWatch(guard_for(app.ledger), app.workspaces.cached_heads, app.settings.chain_recheck_s)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        watch.start()  # the chains under the cached heads, verified again on a schedule (ADR 0144)
         yield
+        watch.close()
         services.events.close()
         api.close_submitters()
         if close_on_shutdown:

@@ -12,6 +12,7 @@ from caseboard.app import App
 from caseboard.domain.commit import Commit
 from caseboard.keys import ApiKey, KeyStore, hash_secret
 from caseboard.projections.directory import Directory
+from caseboard.replay.audit import ReadGuard, guard_for
 
 
 class KeyCache:
@@ -61,7 +62,20 @@ class Services:
 
     def __post_init__(self) -> None:
         listen = self.app.listen_for_commits if self.app.ledger.capabilities.live else None
-        self.events = EventHub(self.app.ledger, listen, self.poll_interval_s)
+        self.events = EventHub(CheckedCommits(guard_for(self.app.ledger)), listen, self.poll_interval_s)
         self.directory = Directory(
             self.app.ledger.outbox, self.app.workspaces.reducer, self.app.settings.model_calls_per_cycle, charged
         )
+
+
+class CheckedCommits:
+    """The ledger as the events' follower reads it: every commit through the chain's guard (ADR 0144)."""
+
+    def __init__(self, guard: ReadGuard) -> None:
+        self.guard = guard
+
+    def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]:
+        return self.guard.commits(workspace_id, after, upto)
+
+    def head(self, workspace_id: str) -> int:
+        return self.guard.ledger.head(workspace_id)

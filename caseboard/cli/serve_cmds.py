@@ -69,6 +69,13 @@ def register(commands: Any) -> None:
         help=f"connections one server process holds at once; more get 503 (default {limits.max_connections})",
     )
     serve.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=limits.max_connections_per_client,
+        help="connections one client address holds at once in one server process; more get 503 (default "
+        f"{limits.max_connections_per_client}; behind a proxy, raise it to --max-connections)",
+    )
+    serve.add_argument(
         "--trust-timestamps",
         action="store_true",
         help="honour a contribution's 'at' (importing recorded incidents only)",
@@ -145,7 +152,13 @@ def _limits(args: argparse.Namespace) -> HttpLimits:
         raise CaseboardError(f"--keep-alive must be between 1 and 3600 seconds, not {args.keep_alive}")
     if not 1 <= args.max_connections <= 100_000:
         raise CaseboardError(f"--max-connections must be between 1 and 100000, not {args.max_connections}")
-    return HttpLimits(args.header_timeout, args.body_timeout, args.keep_alive, args.max_connections)
+    if not 1 <= args.max_connections_per_client <= 100_000:
+        raise CaseboardError(
+            f"--max-connections-per-client must be between 1 and 100000, not {args.max_connections_per_client}"
+        )
+    return HttpLimits(
+        args.header_timeout, args.body_timeout, args.keep_alive, args.max_connections, args.max_connections_per_client
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:

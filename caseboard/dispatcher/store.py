@@ -80,6 +80,7 @@ class DispatchStore:
                 open=True,
                 timeout=10,
                 kwargs={**database.conninfo, "options": f"-c search_path={self.schema}"},
+                check=ConnectionPool.check_connection,  # a session a database restart ended is not reused (ADR 0145)
             )
         with self._tx() as cur:
             if not self._sqlite:  # concurrent CREATE TABLE IF NOT EXISTS can still collide: take turns

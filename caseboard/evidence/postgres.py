@@ -12,6 +12,7 @@ first query checks the artifact and brings the start of its range (docs/adr/0083
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from caseboard.evidence.model import (
     Stored,
 )
 from caseboard.evidence.scan import Intake, cut_lines, facts, line_start
+from caseboard.ledger.connections import connection_failed, usable
 
 COLUMNS = (
     "artifact_id, tenant_id, media_type, size, lines, source_system, stored_by, stored_at, block_lines, removed_at"
@@ -69,7 +71,7 @@ class PostgresArtifactStore:
         self.max_bytes = max_bytes
         self.artifacts = Identifier(schema, "caseboard_artifacts")
         self.blocks = Identifier(schema, "caseboard_artifact_blocks")
-        self._idle: list[psycopg.Connection[Any]] = []
+        self._idle: list[tuple[psycopg.Connection[Any], float]] = []  # with when it was given back
         self._indexes: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._excerpt_query = SQL(
             "SELECT a.size, a.lines, a.removed_at, a.blob, substring(b.data from %s for %s) FROM {t} AS a"
@@ -94,11 +96,14 @@ class PostgresArtifactStore:
             raise LedgerUnavailable(f"the artifact store cannot reach PostgreSQL: {error}") from error
 
     def _checkout(self) -> psycopg.Connection[Any]:
+        """An idle connection, checked as the ledger's pool checks one (``ledger/connections.py``, ADR 0145), or a
+        new one."""
         with self._guard:
-            while self._idle:
-                conn = self._idle.pop()
-                if not conn.closed:
-                    return conn
+            conn, since = self._idle.pop() if self._idle else (None, 0.0)
+        if conn is not None and not conn.closed:
+            if usable(conn, since):
+                return conn
+            self._drop_idle()  # the server ended this session: it ended the others too
         return self._connect()
 
     def _checkin(self, conn: psycopg.Connection[Any]) -> None:
@@ -107,7 +112,7 @@ class PostgresArtifactStore:
             return
         with self._guard:
             if len(self._idle) < IDLE_MAX:
-                self._idle.append(conn)
+                self._idle.append((conn, time.monotonic()))
                 return
         conn.close()
 
@@ -116,8 +121,11 @@ class PostgresArtifactStore:
         conn = self._checkout()
         try:
             yield conn
-        except BaseException:
+        except BaseException as error:
             conn.close()  # whatever failed, this connection is not reused
+            if connection_failed(error):  # the database went away meanwhile: 503, its own words logged
+                self._drop_idle()
+                raise LedgerUnavailable(f"the artifact store lost its connection to PostgreSQL: {error}") from error
             raise
         self._checkin(conn)
 
@@ -335,9 +343,12 @@ class PostgresArtifactStore:
             return None
 
     def close(self) -> None:
+        self._drop_idle()
+
+    def _drop_idle(self) -> None:
         with self._guard:
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()
 
 

@@ -17,12 +17,19 @@ has failed, further connects are refused at once, with the last error, for ``RET
 caller tries again: while the database is down callers get a prompt ``OperationalError`` (the API answers
 503 ``unavailable``), and at most one connect every ``RETRY_S`` finds out that it is back.
 
+A connection that has been idle for ``CHECK_IDLE_S`` or more is checked before it is reused (psycopg_pool's
+``ConnectionPool.check_connection``: one empty statement): a database that restarted while the process was
+idle ended every session, and the first requests afterwards must not be the ones to find out (ADR 0145). A
+connection that fails the check is closed with every other idle one, and the caller connects afresh. A
+connection in steady use is not checked (no round trip is added to a busy server's commits).
+
 Unlike psycopg_pool's, this pool has no background workers and no reconnection backoff that can outlast an
 outage by tens of seconds: a connection is opened by the caller that needs it.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +52,7 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg import pq
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.composite import register_composite
+from psycopg_pool import ConnectionPool
 
 CONNECT_TIMEOUT_S = 2
 """libpq's own minimum: a connect to a host that does not answer gives up after this."""
@@ -58,6 +66,39 @@ CHECKOUT_TIMEOUT_S = 5.0
 """How long a caller waits for one of the pool's connections when all of them are in use."""
 RETRY_S = 0.5
 """After a failed connect, further connects are refused at once for this long."""
+CHECK_IDLE_S = 1.0
+"""A connection idle this long is checked before it is reused (ADR 0145)."""
+
+
+def alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection still has its session: psycopg_pool's check, one empty statement."""
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        conn.close()
+        return False
+    return True
+
+
+def usable(conn: psycopg.Connection[Any], idle_since: float) -> bool:
+    """Whether an idle connection, given back at ``idle_since`` (monotonic), may be reused: the server has not
+    ended its session, and one idle for ``CHECK_IDLE_S`` or more passes the check (closed otherwise)."""
+    if ended_by_server(conn) or (time.monotonic() - idle_since >= CHECK_IDLE_S and not alive(conn)):
+        conn.close()
+        return False
+    return True
+
+
+def ended_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server has sent something on an idle connection, without a round trip: a session the
+    server ends (a shutdown, a restart, a terminated backend) gets its FATAL message and the socket's end, and
+    a pooled connection never LISTENs, so an idle one with something to read is not reused (ADR 0145)."""
+    if conn.closed:
+        return True
+    try:
+        return bool(select.select([conn.pgconn.socket], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 def safe_conninfo(conninfo: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +144,7 @@ class Connections:
         self.checkout_timeout_s = checkout_timeout_s
         self.retry_s = retry_s
         self._slots = threading.BoundedSemaphore(size)
-        self._idle: list[psycopg.Connection[Any]] = []
+        self._idle: list[tuple[psycopg.Connection[Any], float]] = []  # with when it was given back
         self._guard = threading.Lock()
         self._refuse_until = 0.0
         self._last_error = ""
@@ -129,7 +170,10 @@ class Connections:
             with self._guard:
                 if self._closed:
                     raise psycopg.OperationalError("the connection pool is closed")
-                conn = self._idle.pop() if self._idle else None
+                conn, since = self._idle.pop() if self._idle else (None, 0.0)
+            if conn is not None and not usable(conn, since):
+                self._drop_idle()  # the server ended this session: it ended the others too
+                conn = None
             if conn is None or conn.closed:
                 conn = self._connect()
             return conn
@@ -148,7 +192,7 @@ class Connections:
             if healthy:
                 with self._guard:
                     if not self._closed:
-                        self._idle.append(conn)
+                        self._idle.append((conn, time.monotonic()))
                         return
             conn.close()
         finally:
@@ -162,7 +206,7 @@ class Connections:
     def _drop_idle(self) -> None:
         with self._guard:
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()
 
     def _connect(self) -> psycopg.Connection[Any]:

@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
+from caseboard.ledger.connections import ended_by_server
 from caseboard.ledger.group_commit import _Pending
 from caseboard.ledger.libpq import ANSWER_TIMEOUT_S, NoAnswer
 from caseboard.ledger.pg_append import AppendStatements, Row, answers
@@ -92,6 +93,8 @@ class LoopAppender:
 
     def _send(self) -> None:
         conn = self._conn
+        if conn is not None and not conn.closed and ended_by_server(conn):
+            conn.close()  # the server ended the session while the appender was idle (a restart): ADR 0145
         if conn is None or conn.closed:
             self._connect_then_send()
             return

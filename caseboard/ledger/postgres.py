@@ -35,7 +35,7 @@ from psycopg.sql import SQL, Identifier
 
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger import libpq
-from caseboard.ledger.connections import GuardedDatastore, connection_failed
+from caseboard.ledger.connections import GuardedDatastore, connection_failed, ended_by_server
 from caseboard.ledger.group_commit import GroupCommit
 from caseboard.ledger.loop_append import LoopAppender
 from caseboard.ledger.pg_append import AppendStatements, Row, answers, prepare
@@ -189,6 +189,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
             raise
 
     def _writer_cursor(self) -> psycopg.Cursor[tuple[Any, ...]]:
+        if self._writer is not None and not self._writer.closed and ended_by_server(self._writer.connection):
+            # the database ended the session while the writer was idle (a restart): a fresh one (ADR 0145)
+            self._release_thread_writer(psycopg.OperationalError("the server ended the session"))
         if self._writer is None or self._writer.closed:
             self._writer = self._writer_connection().cursor(row_factory=tuple_row)
         return self._writer

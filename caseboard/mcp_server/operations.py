@@ -26,6 +26,7 @@ from caseboard.domain.items import Role
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server.catalog import Catalog
 from caseboard.mcp_server.refusals import refusal
+from caseboard.replay.audit import ChainBroken, guard_for
 
 CLAIMING_ROLES = (Role.SPECIALIST, Role.VERIFIER)
 OPEN_STATUSES = ("awaiting_result", "claimed")
@@ -48,9 +49,12 @@ def list_workspaces(svc: Services, who: Caller, args: a.ListWorkspaces, catalog:
     page, more = ids[: args.limit], len(ids) > args.limit
     listed = []
     for workspace_id in page:
-        document = body_of(routes_read.projection(workspace_id, who, svc, None, None, "json", None))
-        if document.get("ok") is False:  # a head that does not match its hash (ADR 0050): listed as such
-            listed.append({"workspace_id": workspace_id, "status": document.get("reason"), "workspace_version": None})
+        try:
+            document = body_of(routes_read.projection(workspace_id, who, svc, None, None, "json", None))
+        except ChainBroken as error:  # a head that does not match its hash (ADR 0050): listed as such
+            listed.append(
+                {"workspace_id": workspace_id, "status": error.to_body()["reason"], "workspace_version": None}
+            )
             continue
         listed.append(
             {
@@ -94,7 +98,7 @@ def changes_since(svc: Services, who: Caller, args: a.ChangesSince) -> dict[str,
             field="after",
             current_version=head,
         )
-    commits = svc.app.ledger.read(key, after=args.after, upto=args.after + args.limit)
+    commits = guard_for(svc.app.ledger).commits(key, after=args.after, upto=args.after + args.limit)
     last = commits[-1].version if commits else args.after
     answer: dict[str, Any] = {
         "ok": True,

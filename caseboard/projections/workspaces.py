@@ -256,6 +256,10 @@ class Workspaces:
             self._states.move_to_end(workspace_id)
         return state
 
+    def cached_heads(self) -> list[tuple[str, int]]:
+        """The key and version of each cached state, most recently used last (what a chain recheck verifies)."""
+        return [(key, state.version) for key, state in tuple(self._states.items())]
+
     def snapshot_due(self, workspace_id: str, version: int) -> bool:
         """Whether ``committed`` writes a snapshot after the commit of ``version``."""
         last = self._snapshotted.get(workspace_id, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import psycopg
 import pytest
@@ -11,6 +12,7 @@ from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger import EventsourcingLedger, VersionTaken, open_ledger
+from caseboard.ledger.connections import ended_by_server
 from tests.conftest import contribution
 
 pytestmark = pytest.mark.postgres
@@ -103,8 +105,8 @@ def test_concurrent_appends_of_one_process_share_transactions_and_a_taken_versio
 
 
 def test_after_its_connection_is_killed_the_ledger_writes_on_a_fresh_one(postgres_url: str) -> None:
-    """The leader's own connection is terminated by the server: that append fails as unavailable (it may or
-    may not have landed, as with any lost connection), and the next append takes a fresh connection."""
+    """The leader's own connection is terminated by the server while it is idle: the writer notices before
+    it sends the next append on it, which takes a fresh connection (ADR 0145)."""
     ledger = open_ledger(postgres_url)
     try:
         first = open_workspace(ledger)
@@ -112,9 +114,12 @@ def test_after_its_connection_is_killed_the_ledger_writes_on_a_fresh_one(postgre
         assert writer is not None
         with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (writer.connection.info.backend_pid,))
-        with pytest.raises(LedgerUnavailable):
-            ledger.append(first.model_copy(update={"version": 2}))
+        deadline = time.monotonic() + 5
+        while not ended_by_server(writer.connection):  # the backend's FATAL message is on its way
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         ledger.append(first.model_copy(update={"version": 2}))
+        assert ledger.events._writer is not writer  # type: ignore[attr-defined]
         assert [c.version for c in ledger.read("ws-1")] == [1, 2]
     finally:
         ledger.close()

@@ -206,7 +206,7 @@ LAYERS: dict[str, set[str]] = {
     "replay": {"domain", "evidence", "ledger", "reducers"},
     "report": {"domain", "ledger", "projections", "reducers", "replay"},
     "keys": {"database_url", "domain", "ledger"},
-    "evidence": {"database_url", "domain"},
+    "evidence": {"database_url", "domain", "ledger"},  # the artifact store checks connections as the ledger does
     "knowledge": {"database_url", "dispatcher", "domain", "ledger"},
     "client": {"domain"},
     "app": {
