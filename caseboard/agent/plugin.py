@@ -19,21 +19,37 @@ from caseboard.workers.scripted import specialist_principal
 FIXED = {"planner": "planner-1", "verifier": "verifier-1", "reporter": "reporter-1"}
 
 
-def budget_from(settings: Settings) -> Budget:
-    return Budget(settings.model_calls_per_cycle, settings.model_tokens_per_cycle)
+def cast_principals(kinds: tuple[str, ...], *more: str) -> frozenset[str]:
+    """The principals caseboard's model participants act as: the cast's (``FIXED``, a specialist per kind) and
+    ``more`` (those a process was told to run as). Their judgments, and only theirs, spend the model budget."""
+    return frozenset((*FIXED.values(), *(specialist_principal(kind) for kind in kinds), *more))
+
+
+def budget_from(settings: Settings, principals: frozenset[str] = frozenset()) -> Budget:
+    return Budget(settings.model_calls_per_cycle, settings.model_tokens_per_cycle, principals)
 
 
 def participant(
-    app: App, model: ModelClient, role: Role, principal: str, kinds: tuple[str, ...] = ()
+    app: App,
+    model: ModelClient,
+    role: Role,
+    principal: str,
+    kinds: tuple[str, ...] = (),
+    principals: frozenset[str] = frozenset(),
 ) -> ModelParticipant:
-    return ModelParticipant(principal, role, model, Board(app), budget_from(app.settings), kinds=kinds)
+    return ModelParticipant(principal, role, model, Board(app), budget_from(app.settings, principals), kinds=kinds)
 
 
 def cast(app: App, model: ModelClient, kinds: tuple[str, ...]) -> dict[str, ModelParticipant]:
     """The model-backed cast, by the queue audience each serves."""
-    out = {audience: participant(app, model, Role(audience), principal) for audience, principal in FIXED.items()}
+    ours = cast_principals(kinds)
+    out = {
+        audience: participant(app, model, Role(audience), principal, principals=ours)
+        for audience, principal in FIXED.items()
+    }
     for kind in kinds:
-        out[f"specialist:{kind}"] = participant(app, model, Role.SPECIALIST, specialist_principal(kind), (kind,))
+        principal = specialist_principal(kind)
+        out[f"specialist:{kind}"] = participant(app, model, Role.SPECIALIST, principal, (kind,), ours)
     return out
 
 
