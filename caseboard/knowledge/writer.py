@@ -49,6 +49,9 @@ def deliver(store: KnowledgeStore, commit: Commit, ledger: EventsourcingLedger) 
             if isinstance(versions, dict) and versions:
                 entry = replace(entry, excerpts=excerpts(ledger, commit.key, versions))
             changed += store.insert(storable(entry))
+        elif isinstance(item, it.Verification) and item.result == "refuted":
+            where = entry_id(commit.workspace_id, commit.version, index)
+            changed += store.refute(commit.key, item.claim, when(commit.at), where)
         elif isinstance(item, it.Retire):
             where = entry_id(commit.workspace_id, commit.version, index)
             reason, contradicted_by = (_storable(where, text) for text in (item.reason, item.contradicted_by))
@@ -104,7 +107,18 @@ def promoted(commit: Commit, index: int, item: it.Promote, decision: dict[str, o
         verified_by=None if decision.get("verified_by") is None else str(decision["verified_by"]),
         verified_hypothesis=str(decision["verified_hypothesis"]),
         evidence=tuple(str(ref) for ref in evidence) if isinstance(evidence, list | tuple) else (),
+        suspicious=signals(decision.get("suspicious")),
     )
+
+
+def signals(flags: object) -> tuple[str, ...]:
+    """The signals of a decision's ``suspicious`` record (``[{"field", "signals"}, ...]``), each once."""
+    found: list[str] = []
+    for flag in flags if isinstance(flags, list) else ():
+        for signal in flag.get("signals", ()) if isinstance(flag, dict) else ():
+            if str(signal) not in found:
+                found.append(str(signal))
+    return tuple(found)
 
 
 def excerpts(ledger: EventsourcingLedger, workspace_id: str, versions: dict[str, int]) -> tuple[tuple[str, str], ...]:
@@ -120,7 +134,12 @@ def excerpts(ledger: EventsourcingLedger, workspace_id: str, versions: dict[str,
 
 
 def carries_knowledge(commit: Commit) -> bool:
-    return any(item.type in it.KNOWLEDGE_ITEMS for item in commit.items)
+    """Whether ``commit`` changes the store: a promotion, a retirement, or a verification refuting a claim an
+    entry may rest on."""
+    return any(
+        item.type in it.KNOWLEDGE_ITEMS or (isinstance(item, it.Verification) and item.result == "refuted")
+        for item in commit.items
+    )
 
 
 class KnowledgeWriter:
