@@ -9,7 +9,7 @@ charges the same budget, and a restarted participant does not start from zero (d
 Only caseboard's own calls are charged: the judgments its model participants' principals committed
 (``Budget.principals``), not those another participant submits about its own model, whatever usage they claim.
 The usage a model reports is clamped when it is recorded (``clamped``): never negative, never more than the
-request's bound on the reply plus the prompt's size in bytes (docs/adr/0142).
+request's bound on the reply plus the prompt's size in bytes (docs/adr/0112, its amendment).
 """
 
 from __future__ import annotations

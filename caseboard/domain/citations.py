@@ -18,7 +18,7 @@ ARTIFACT_ID = r"sha256:[0-9a-f]{64}"
 ARTIFACT_ID_RE = re.compile(ARTIFACT_ID)
 CITATION_RE = re.compile(rf"({ARTIFACT_ID})#(lines|bytes)=([0-9]+)-([0-9]+)")
 """Whatever the numbers' size: a range past an artifact's end is refused against the artifact, never taken for a
-free string (docs/adr/0141)."""
+free string (docs/adr/0081, its amendment)."""
 CITING_RE = re.compile(rf"{ARTIFACT_ID}#")
 """What only a citation starts with: an artifact's id and a ``#``."""
 CITATION_PREFIX = "sha256:"
