@@ -43,6 +43,9 @@ class Settings:
     model_calls_per_cycle: int = 12
     """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
     model_tokens_per_cycle: int = 40_000
+    metrics_token: str | None = None
+    """Who may read ``GET /metrics`` (totals across tenants, ADR 0141): a client sending ``Authorization: Bearer
+    <this>`` (``CASEBOARD_METRICS_TOKEN``); without it, only clients on the server's loopback interface."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +70,7 @@ class Settings:
             model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
+            metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
         )
         settings.validate()
         return settings
