@@ -47,6 +47,10 @@ class Settings:
     """Who may read ``GET /metrics`` (totals across tenants, ADR 0141): a client sending ``Authorization: Bearer
     <this>`` (``CASEBOARD_METRICS_TOKEN``); without it, only clients on the server's loopback interface."""
 
+    snapshot_key: str | None = None
+    """The key snapshots are signed with (``CASEBOARD_SNAPSHOT_KEY``, ADR 0142): with it, a snapshot written to the
+    database by anyone without it is not used. Every process of a deployment needs the same one."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -71,6 +75,7 @@ class Settings:
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
             metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
+            snapshot_key=env.get("CASEBOARD_SNAPSHOT_KEY") or None,
         )
         settings.validate()
         return settings

@@ -73,9 +73,9 @@ def observation(obs_id: str, statement: str = "auth failures on payments-api-3")
 
 @contextmanager
 def running_server(
-    database_url: str, *, trust_timestamps: bool = False, key_cache_s: float = 1.0
+    database_url: str, *, trust_timestamps: bool = False, key_cache_s: float = 1.0, settings: Settings | None = None
 ) -> Iterator[RunningServer]:
-    app = build_app(Settings(), database_url=database_url)
+    app = build_app(settings or Settings(), database_url=database_url)
     keys = open_key_store(database_url)
     api = create_app(app, keys, trust_timestamps=trust_timestamps, poll_interval_s=0.05, key_cache_s=key_cache_s)
     try:
