@@ -51,6 +51,13 @@ class Settings:
     chain_recheck_s: int = 300
     """A server re-verifies the chain under each cached workspace this often (``CASEBOARD_CHAIN_RECHECK_S``,
     ADR 0144): a row altered after its state was cached is found within this many seconds."""
+    metrics_token: str | None = None
+    """Who may read ``GET /metrics`` (totals across tenants, ADR 0141): a client sending ``Authorization: Bearer
+    <this>`` (``CASEBOARD_METRICS_TOKEN``); without it, only clients on the server's loopback interface."""
+
+    snapshot_key: str | None = None
+    """The key snapshots are signed with (``CASEBOARD_SNAPSHOT_KEY``, ADR 0142): with it, a snapshot written to the
+    database by anyone without it is not used. Every process of a deployment needs the same one."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -78,6 +85,8 @@ class Settings:
             tenants_file=env.get("CASEBOARD_TENANTS") or None,
             sources_path=env.get("CASEBOARD_SOURCES") or None,
             chain_recheck_s=_int(env, "CASEBOARD_CHAIN_RECHECK_S", 300),
+            metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
+            snapshot_key=env.get("CASEBOARD_SNAPSHOT_KEY") or None,
         )
         settings.validate()
         return settings

@@ -30,6 +30,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     role: str | None = None
     """Only a caller of this role takes it (None: anyone)."""
+    usage: dict[str, int] | None = None
+    """The usage the reply reports (None: counted from the prompt and the reply)."""
 
 
 ENTRY = re.compile(r"<<<entry-[0-9a-f]+ \d+ (\S+) (\S+) (\S+)>>>\n(?:SUSPICIOUS[^\n]*\n)?provenance: ([^\n]*)")
@@ -154,7 +156,8 @@ class FakeModel:
                                     "message": {"role": "assistant", "content": reply.content},
                                 }
                             ],
-                            "usage": {
+                            "usage": reply.usage
+                            or {
                                 "prompt_tokens": prompt_chars // 4,
                                 "completion_tokens": completion,
                                 "total_tokens": prompt_chars // 4 + completion,

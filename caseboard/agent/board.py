@@ -1,7 +1,7 @@
 """What a model-backed participant reads and writes, through the App's public parts.
 
 ``read`` gives the projection at the head, the bounded model-facing view of it for one role (judged now,
-with the cited excerpts it quotes) and what the workspace's judgments have spent, from the workspace's cached
+with the cited excerpts it quotes) and the commits the budget is charged from, from the workspace's cached
 state under its lock (``Workspaces.head_state``) and the commits this board has read so far; ``submit`` hands a
 contribution to the one parser and the coordinator; ``keep_prompt`` stores the exact bytes of a prompt in the
 artifact store, where its id is the SHA-256 the judgment records (docs/adr/0111).
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from caseboard.agent.budget import Spent, spent
 from caseboard.app import App
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.commit import Commit
@@ -35,7 +34,8 @@ REPLY_MEDIA_TYPE = "text/plain; charset=utf-8"
 class Reading:
     projection: dict[str, Any]
     view: ModelView
-    spent: Spent
+    commits: list[Commit]
+    """The workspace's commits up to the head read: what the budget is charged from."""
 
 
 def _now() -> datetime:
@@ -66,7 +66,7 @@ class Board:
         _, (projection, view, commits) = workspaces.head_state(workspace_id, take)
         if not projection.get("workspace_version"):
             raise UnknownWorkspace(workspace_id)
-        return Reading(projection, view, spent(commits))
+        return Reading(projection, view, commits)
 
     def _commits(self, workspace_id: str) -> list[Commit]:
         """Every commit of the workspace: those read before, and those after them read now (commits are

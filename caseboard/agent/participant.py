@@ -21,8 +21,9 @@ from typing import Any
 import structlog
 
 from caseboard.agent.board import Board, Reading
-from caseboard.agent.budget import Budget
-from caseboard.agent.model import ModelClient, ModelReply, ModelUnavailable
+from caseboard.agent.budget import Budget, clamped
+from caseboard.agent.budget import spent as budget_spent
+from caseboard.agent.model import ModelClient, ModelUnavailable
 from caseboard.agent.prompts import Prompt, load_prompt
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import MAX_REFS, Role
@@ -36,6 +37,8 @@ RAW_CHARS = 2000
 """A reply that cannot be used is recorded up to this many characters."""
 REPLY_CHARS = 48_000
 """A parsed reply larger than this (as JSON) is recorded by its SHA-256 only, within the judgment's bound."""
+NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+"""The usage of a call the model never answered."""
 
 
 @dataclass(frozen=True)
@@ -164,14 +167,15 @@ class ModelParticipant:
         if task is None:
             return None
         cycles = int(reading.projection["runtime_limits"]["max_investigation_cycles"])
-        left = self.budget.left(cycles, reading.spent)
+        spent = budget_spent(reading.commits, self.budget.principals | {self.principal})
+        left = self.budget.left(cycles, spent)
         if left.calls < 1 or left.tokens < 1:
             log.warning(
                 "model_budget_spent",
                 principal=self.principal,
                 workspace_id=notification.workspace_id,
-                calls=reading.spent.calls,
-                tokens=reading.spent.tokens,
+                calls=spent.calls,
+                tokens=spent.tokens,
                 cycles=cycles,
             )
             return None
@@ -206,7 +210,7 @@ class ModelParticipant:
         try:
             reply = self.model.complete(messages, max_tokens=max_tokens)
         except ModelUnavailable as error:
-            output.update(usage=_usage(None), latency_ms=error.latency_ms, attempts=len(error.errors))
+            output.update(usage=dict(NO_USAGE), latency_ms=error.latency_ms, attempts=len(error.errors))
             output["errors"] = list(error.errors)
             unavailable = {"reason": "model_unavailable", "message": str(error)}
             return Decision(view.built_from_version, [], refused(judgment, unavailable), unavailable)
@@ -214,7 +218,10 @@ class ModelParticipant:
         if reply.content is not None:  # the exact reply, by its SHA-256, beside the prompt (ADR 0152)
             tenant = reading.projection["scope"]["tenant_id"]
             output["reply_artifact"] = self.board.keep_reply(tenant, reply.content.encode("utf-8"), self.principal)
-        output.update(usage=_usage(reply), latency_ms=reply.latency_ms, attempts=reply.attempts)
+        usage = clamped(reply.usage, max_tokens, len(data))
+        if usage != reply.usage:  # what the model claimed, kept beside what is charged
+            output["usage_reported"] = {name: reply.usage.get(name) for name in usage}
+        output.update(usage=usage, latency_ms=reply.latency_ms, attempts=reply.attempts)
         if reply.errors:
             output["errors"] = list(reply.errors)
         items, refusal = self.interpret(reply.content, output)
@@ -246,9 +253,3 @@ class ModelParticipant:
         if not items:
             return [], {"reason": "nothing_to_contribute", "message": "the reply's items list is empty"}
         return items, None
-
-
-def _usage(reply: ModelReply | None) -> dict[str, int]:
-    if reply is None:
-        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    return dict(reply.usage)

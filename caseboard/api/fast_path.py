@@ -28,11 +28,12 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from caseboard.api.auth import ROLE_HEADER, authorize
 from caseboard.api.errors import (
@@ -48,7 +49,8 @@ from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.routes_write import WORKSPACE_ID, commit_on_loop, respond, submit_contribution
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
-from caseboard.domain.errors import CaseboardError, Refusal
+from caseboard.domain.errors import CaseboardError, Reason, Refusal
+from caseboard.domain.text import QUERY, RAW, control_in
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -83,6 +85,9 @@ class CaseboardAPI(FastAPI):
         self.add_exception_handler(Exception, on_internal_error)  # a bug: 500, in the same shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (refused := _control_characters(scope)) is not None:
+            await refused(scope, receive, send)
+            return
         if scope["type"] == "http" and (first := self.first.get(scope["path"])) is not None:
             await first(scope, receive, send)
             return
@@ -213,6 +218,34 @@ class CaseboardAPI(FastAPI):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+
+
+def _control_characters(scope: Scope) -> Response | None:
+    """The ``invalid`` answer to a query string or header holding NUL or another refused control character
+    (``caseboard/domain/text.py``, docs/adr/0140), naming the parameter or header; None for any other request.
+    One regular expression over the query string and one over the headers' values."""
+    query: bytes = scope.get("query_string", b"")
+    headers = scope["headers"]
+    if QUERY.search(query) is None and RAW.search(b"".join(value for _, value in headers)) is None:
+        return None
+    field, where = "$", "the request"
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if control_in(name) or control_in(value):
+            field, where = name if not control_in(name) else "$", "query parameter"
+            break
+    else:
+        for name, value in headers:
+            if RAW.search(value) is not None:
+                field, where = name.decode("latin-1"), "header"
+                break
+    body = {
+        "ok": False,
+        "reason": Reason.INVALID.value,
+        "message": f"{field}: a {where} holds a control character caseboard does not take (NUL, U+0001-U+001F "
+        "but tab and line ends)",
+        "field": field,
+    }
+    return JSONResponse(body, status_code=422)
 
 
 def _first_headers(scope: Scope) -> dict[bytes, bytes]:

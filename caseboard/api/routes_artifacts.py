@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.from_thread
+import structlog
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -24,9 +25,12 @@ from caseboard.api.models import Refusal
 from caseboard.domain.citations import Span
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
-from caseboard.evidence import ArtifactNotFound, ArtifactTooLarge, RangeOutside
+from caseboard.evidence import ArtifactAltered, ArtifactNotFound, ArtifactTooLarge, RangeOutside
+from caseboard.evidence.intact import check_intact, intact_chunks
+from caseboard.replay.audit import REASON as TAMPERED
 
 router = APIRouter(tags=["artifacts"])
+log = structlog.get_logger("caseboard.api")
 UPLOADERS = frozenset({Role.SPECIALIST, Role.OPERATOR})
 MEDIA_TYPE_MAX = 255
 
@@ -37,6 +41,12 @@ def refusal(status: int, reason: str, message: str, field: str) -> JSONResponse:
 
 def not_found(error: ArtifactNotFound) -> JSONResponse:
     return refusal(404, "not_found", str(error), "artifact_id")
+
+
+def altered(error: ArtifactAltered) -> JSONResponse:
+    """Bytes changed in the store since they were stored: 409 ``tampered``, as a read of an altered commit."""
+    log.warning("artifact_altered", artifact_id=error.artifact_id)
+    return refusal(409, TAMPERED, str(error), "artifact_id")
 
 
 def too_large(limit: int) -> JSONResponse:
@@ -114,9 +124,12 @@ def get_artifact(artifact_id: str, svc: ServicesDep, who: CallerDep) -> Response
     store = svc.app.artifacts
     try:
         meta = store.meta(who.tenant_id, artifact_id)
-        chunks = store.read(who.tenant_id, artifact_id)
+        check_intact(store, who.tenant_id, artifact_id)  # docs/adr/0142
+        chunks = intact_chunks(store, who.tenant_id, artifact_id)
     except ArtifactNotFound as error:
         return not_found(error)
+    except ArtifactAltered as error:
+        return altered(error)
     headers = {"Content-Length": str(meta.size), "X-Caseboard-Artifact": meta.artifact_id}
     return StreamingResponse(chunks, media_type=meta.media_type, headers=headers)
 
@@ -145,9 +158,12 @@ def _excerpt(store: Any, who: Caller, artifact_id: str, lines: str | None, byte_
         return refusal(422, Reason.INVALID.value, str(error), "lines" if lines is not None else "bytes")
     try:
         meta = store.meta(who.tenant_id, artifact_id)
+        check_intact(store, who.tenant_id, artifact_id)  # the whole artifact: no digest of a part is stored
         body = b"".join(store.excerpt(who.tenant_id, artifact_id, span))
     except ArtifactNotFound as error:
         return not_found(error)
+    except ArtifactAltered as error:
+        return altered(error)
     except RangeOutside as error:
         return refusal(422, Reason.INVALID.value, str(error), span.unit)
     return Response(

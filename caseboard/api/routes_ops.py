@@ -1,4 +1,8 @@
-"""Operations: health and Prometheus metrics (no credentials, no workspace or tenant names).
+"""Operations: health and Prometheus metrics (no workspace or tenant names).
+
+``/health`` takes no credentials. ``/metrics`` sums every tenant's workspaces, so it answers only the deployment's
+own monitoring (ADR 0141): a client sending ``Authorization: Bearer <CASEBOARD_METRICS_TOKEN>`` when that is set,
+else only a client on the loopback interface; anyone else gets ``unauthenticated`` (401) or ``forbidden`` (403).
 
 ``/health`` answers within a second whatever the database does: it runs one probe of the stores at a time
 (the ledger, the key store, the artifact store, the knowledge store: ADR 0145) on a thread, waits for it at
@@ -10,20 +14,23 @@ connections are being refused after a failed connect, the probe fails at once (A
 from __future__ import annotations
 
 import asyncio
+import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from ipaddress import ip_address
 
 import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from caseboard.api.auth import ServicesDep
-from caseboard.api.errors import RETRY_AFTER_S
+from caseboard.api.errors import RETRY_AFTER_S, ApiError
 from caseboard.api.metrics import CONTENT_TYPE
 from caseboard.api.models import Health
 from caseboard.api.services import Services
+from caseboard.domain.errors import Reason
 from caseboard.evidence.model import ArtifactNotFound
 from caseboard.replay.audit import guard_for
 
@@ -136,7 +143,36 @@ async def _probe(request: Request, svc: Services) -> dict[str, str]:
     "/metrics",
     response_class=PlainTextResponse,
     summary="Prometheus metrics (text format 0.0.4)",
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        401: {"description": "`CASEBOARD_METRICS_TOKEN` is set and the request does not carry it"},
+        403: {"description": "no `CASEBOARD_METRICS_TOKEN` is set and the client is not on the loopback interface"},
+    },
 )
-def metrics(svc: ServicesDep) -> PlainTextResponse:
+def metrics(request: Request, svc: ServicesDep) -> PlainTextResponse:
+    may_read_metrics(request, svc.app.settings.metrics_token)
     return PlainTextResponse(svc.metrics.render(), media_type=CONTENT_TYPE)
+
+
+def may_read_metrics(request: Request, token: str | None) -> None:
+    """Refuse a reader of ``/metrics`` who is not the deployment's monitoring (module docstring)."""
+    if token is not None:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise ApiError(
+                Reason.UNAUTHENTICATED,
+                "GET /metrics needs Authorization: Bearer <the server's CASEBOARD_METRICS_TOKEN>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return
+    host = request.client.host if request.client is not None else ""
+    try:
+        loopback = ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ApiError(
+            Reason.FORBIDDEN,
+            "GET /metrics answers only clients on the server's loopback interface: set CASEBOARD_METRICS_TOKEN "
+            "to let a scraper elsewhere read it with that bearer token (docs/operator-guide.md)",
+        )

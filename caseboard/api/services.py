@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from caseboard.agent.budget import spent
+from caseboard.agent.plugin import DEFAULT_CAST
 from caseboard.api.event_hub import EventHub
 from caseboard.api.metrics import Metrics
 from caseboard.app import App
@@ -43,7 +44,7 @@ class KeyCache:
 
 def charged(commit: Commit) -> tuple[int, int]:
     """The model calls and tokens a commit's judgments charge to its workspace's budget (ADR 0112)."""
-    found = spent([commit])
+    found = spent([commit], DEFAULT_CAST)  # caseboard's own participants' calls, as their budget counts them
     return found.calls, found.tokens
 
 

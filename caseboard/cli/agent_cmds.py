@@ -12,7 +12,7 @@ from caseboard.agent.audit import judgments, table
 from caseboard.agent.host import agent_host, role_queues, start_agent
 from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
-from caseboard.agent.plugin import participant
+from caseboard.agent.plugin import cast_principals, participant
 from caseboard.app import App
 from caseboard.cli.dispatch_cmds import consume_until_stopped
 from caseboard.dispatcher.store import DispatchStore
@@ -78,15 +78,17 @@ def cast_for(app: App, args: argparse.Namespace) -> dict[str, Participant]:
     model = model_from_settings(app.settings, url=args.model_url)
     found: dict[str, ModelParticipant] = {}
     if role is not Role.SPECIALIST:
-        found[args.role] = participant(app, model, role, args.principal)
+        found[args.role] = participant(app, model, role, args.principal, principals=cast_principals(kinds))
     else:
-        for kind in kinds:
-            principal = (
-                args.principal
-                if len(kinds) == 1
-                else f"{specialist_principal(kind)[: -len('-specialist')]}-{args.principal}"
-            )
-            found[f"specialist:{kind}"] = participant(app, model, role, principal, (kind,))
+        named = {
+            kind: args.principal
+            if len(kinds) == 1
+            else f"{specialist_principal(kind)[: -len('-specialist')]}-{args.principal}"
+            for kind in kinds
+        }
+        ours = cast_principals(kinds, *named.values())
+        for kind, principal in named.items():
+            found[f"specialist:{kind}"] = participant(app, model, role, principal, (kind,), ours)
     for each in found.values():
         each.workspaces = frozenset(args.workspace)
     return dict(found)

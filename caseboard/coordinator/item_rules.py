@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 from caseboard.coordinator.attention import Room
 from caseboard.domain import items as it
-from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, CitationFacts, parse_citation
+from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, CitationFacts, cites, parse_citation
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refusal
 from caseboard.domain.items import Role
@@ -370,6 +370,12 @@ def _excerpt(ref: str, citations: Citations | None, path: str) -> Decision | Non
     facts; None for a reference that is not a citation (docs/adr/0081)."""
     cited = parse_citation(ref)
     if cited is None:
+        if cites(ref):
+            refuse(
+                Reason.INVALID,
+                path,
+                "not a citation: expected sha256:<hex>#lines=A-B (from 1) or #bytes=A-B (from 0), with A <= B",
+            )
         return None
     if citations is None or ref not in citations:
         raise Unresolved(

@@ -5,7 +5,9 @@ Validation is strict and in one pass, straight from the bytes (pydantic's JSON m
 int, ``2.0`` and ``true`` are not 2 and 1, a number is not a timestamp, an ISO string is one; what is not
 valid UTF-8, nests deeper than the parser allows or holds a number out of range is ``invalid`` too. Before
 that, a cheap bound on the work: a body with more JSON values than ``MAX_JSON_VALUES`` is refused without
-being parsed, so no body costs more than a few milliseconds of CPU (docs/adr/0045).
+being parsed, so no body costs more than a few milliseconds of CPU (docs/adr/0045). After it, one pass of a
+regular expression over the bytes: a string (or key) escaping NUL or another refused control character is
+``invalid``, naming its field (``caseboard/domain/text.py``, docs/adr/0140).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from caseboard.domain.contribution import MAX_ITEMS, Contribution
 from caseboard.domain.errors import Reason, Refusal
 from caseboard.domain.items import ITEM_TYPES
+from caseboard.domain.text import BODY, control_in, describe, escaped_control
 
 log = structlog.get_logger("caseboard.coordinator")
 
@@ -66,9 +69,36 @@ def parse_json(model: type[M], raw: str | bytes) -> M:
             field="$",
         )
     try:
-        return model.model_validate_json(body, strict=True)
+        parsed = model.model_validate_json(body, strict=True)
     except ValidationError as error:
         raise refusal_from(error.errors(include_url=False, include_input=False)) from None
+    if BODY.search(body) is not None and escaped_control(body):
+        raise _control_refusal(json.loads(body))
+    return parsed
+
+
+def _control_refusal(data: Any) -> Refusal:
+    """The ``invalid`` refusal of a valid body holding a refused control character: the first field holding one."""
+    stack: list[tuple[tuple[int | str, ...], Any]] = [((), data)]
+    while stack:
+        loc, value = stack.pop()
+        if isinstance(value, str) and control_in(value):
+            path = field_path(loc)
+            return Refusal(
+                Reason.INVALID,
+                f"{path}: text holds the control character {describe(value)}, which caseboard does not store",
+                field=path,
+            )
+        if isinstance(value, dict):
+            for key, inner in reversed(value.items()):
+                if control_in(key):
+                    path = field_path(loc)
+                    message = f"{path}: a key holds the control character {describe(key)}"
+                    return Refusal(Reason.INVALID, message, field=path)
+                stack.append(((*loc, key), inner))
+        elif isinstance(value, list):
+            stack.extend(((*loc, index), inner) for index, inner in reversed(list(enumerate(value))))
+    return Refusal(Reason.INVALID, "the body holds a control character caseboard does not store", field="$")
 
 
 def parse_contribution(raw: str | bytes | dict[str, Any]) -> Contribution:

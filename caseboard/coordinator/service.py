@@ -44,6 +44,10 @@ def _opening(contribution: Contribution) -> it.Open | None:
     return first if isinstance(first, it.Open) else None
 
 
+def _retires(contribution: Contribution) -> bool:
+    return any(isinstance(item, it.Retire) for item in contribution.items)
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -98,7 +102,7 @@ class Coordinator:
         again from the start; nothing was appended. ``key``: as for ``submit``; without it, the bare id's
         workspace when it is cached (an operator's, ADR 0130), else None."""
         key = contribution.workspace_id if key is None else key  # else a thread finds it (``key_of``)
-        if bare(key) != contribution.workspace_id or _opening(contribution) is not None:
+        if bare(key) != contribution.workspace_id or _opening(contribution) is not None or _retires(contribution):
             return None
         async with self.workspaces.writing_on_loop(key) as unit:
             if unit is None:
@@ -166,6 +170,8 @@ class Coordinator:
             self._one_per_tenant(key, opening)
         citations: Citations | None = None  # resolved once, when first met
         with self.workspaces.writing(key) as unit:
+            if _retires(contribution):
+                self._entries_promoted(tenant_of(unit.state), contribution)
             for _ in range(MAX_ATTEMPTS):
                 result, citations = self._decide(unit, contribution, citations)
                 if isinstance(result, Replayed):
@@ -173,6 +179,30 @@ class Coordinator:
                 if unit.save(result):
                     return self._landed(result, attempts=unit.saves)
         raise LedgerUnavailable(f"{key}: gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _entries_promoted(self, tenant_id: str | None, contribution: Contribution) -> None:
+        """Refuse a ``retire`` of an entry no promotion in the tenant's ledger wrote (``unknown_reference``): its
+        id, ``<workspace>:<version>:<index>``, must name a ``promote`` item of one of the tenant's workspaces. A
+        promotion once committed stays, so this is decided once, from the ledger, not from the store."""
+        for index, item in enumerate(contribution.items):
+            if isinstance(item, it.Retire) and not (tenant_id and self._promoted(tenant_id, item.entry)):
+                path = f"items[{index}].entry"
+                raise Refusal(
+                    Reason.UNKNOWN_REFERENCE,
+                    f"{path}: no knowledge entry {item.entry!r} in this tenant (an entry's id is "
+                    "<workspace>:<version>:<item index> of its promotion; caseboard knowledge search lists them)",
+                    field=path,
+                )
+
+    def _promoted(self, tenant_id: str, entry: str) -> bool:
+        workspace_id, version, index = entry.rsplit(":", 2)
+        for key in (scoped(tenant_id, workspace_id), workspace_id):
+            found = self.ledger.read(key, int(version) - 1, int(version))
+            items = found[0].items if found else ()
+            if int(index) < len(items) and isinstance(items[int(index)], it.Promote):
+                opened = self.ledger.read(key, 0, 1)[0].items[0]
+                return isinstance(opened, it.Open) and opened.scope.tenant_id == tenant_id
+        return False
 
     def _one_per_tenant(self, key: str, opening: it.Open) -> None:
         """Refuse an opening when the tenant already has a workspace of that id in the other namespace: a

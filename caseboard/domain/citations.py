@@ -16,7 +16,11 @@ from typing import Literal, Protocol
 
 ARTIFACT_ID = r"sha256:[0-9a-f]{64}"
 ARTIFACT_ID_RE = re.compile(ARTIFACT_ID)
-CITATION_RE = re.compile(rf"({ARTIFACT_ID})#(lines|bytes)=([0-9]{{1,15}})-([0-9]{{1,15}})")
+CITATION_RE = re.compile(rf"({ARTIFACT_ID})#(lines|bytes)=([0-9]+)-([0-9]+)")
+"""Whatever the numbers' size: a range past an artifact's end is refused against the artifact, never taken for a
+free string (docs/adr/0081, its amendment)."""
+CITING_RE = re.compile(rf"{ARTIFACT_ID}#")
+"""What only a citation starts with: an artifact's id and a ``#``."""
 CITATION_PREFIX = "sha256:"
 MAX_EXCERPT_BYTES = 1024 * 1024
 """A cited excerpt is at most this long: a citation points at the evidence, it does not carry a log bundle."""
@@ -77,6 +81,11 @@ class Cited:
 
     def record(self) -> dict[str, object]:
         return {"artifact": self.artifact, self.span.unit: [self.span.first, self.span.last]}
+
+
+def cites(ref: str) -> bool:
+    """Whether ``ref`` is meant as a citation (an artifact's id, then ``#``): it is one, or it is refused."""
+    return CITING_RE.match(ref) is not None
 
 
 def parse_citation(ref: str | None) -> Cited | None:

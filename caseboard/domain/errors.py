@@ -31,6 +31,7 @@ this module say where they live.
     ├── ArtifactError                   the artifact store will not do it (evidence/model.py)
     │   ├── ArtifactNotFound            no such artifact in the tenant
     │   ├── ArtifactTooLarge            an upload over the size limit
+    │   ├── ArtifactAltered             stored bytes that no longer hash to the artifact's id
     │   └── RangeOutside                an excerpt's range is outside the artifact
     ├── ModelUnavailable                a participant's model did not answer (agent/model.py)
     ├── SourceFailed                    a diagnostic source could not answer (sources/base.py)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from caseboard.database_url import DatabaseUrl
 from caseboard.evidence.model import (
     DEFAULT_MAX_BYTES,
+    ArtifactAltered,
     ArtifactError,
     ArtifactMeta,
     ArtifactNotFound,
@@ -21,6 +22,7 @@ from caseboard.evidence.model import (
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "ArtifactAltered",
     "ArtifactError",
     "ArtifactMeta",
     "ArtifactNotFound",

@@ -47,6 +47,17 @@ class ArtifactTooLarge(ArtifactError):
         )
 
 
+class ArtifactAltered(ArtifactError):
+    """Bytes read from the store whose SHA-256 is not the artifact's id: changed where they are stored."""
+
+    def __init__(self, artifact_id: str) -> None:
+        self.artifact_id = artifact_id
+        super().__init__(
+            f"artifact {artifact_id}: its stored bytes no longer hash to its id (altered in the store); they are "
+            "not served. Store the original again (caseboard artifacts put) to repair it"
+        )
+
+
 class RangeOutside(ArtifactError):
     def __init__(self, artifact_id: str, span: Span, size: int, lines: int) -> None:
         self.span = span

@@ -47,6 +47,7 @@ COLUMNS = (
     "retire_reason",
     "contradicted_by",
     "retired_in",
+    "suspicious",
 )
 
 SCHEMA = (
@@ -74,6 +75,7 @@ SCHEMA = (
         retire_reason TEXT,
         contradicted_by TEXT,
         retired_in TEXT,
+        suspicious TEXT NOT NULL DEFAULT '[]',
         PRIMARY KEY (tenant_id, entry_id)
     )""",
     "CREATE INDEX IF NOT EXISTS knowledge_entries_service ON knowledge_entries (tenant_id, service)",
@@ -117,6 +119,9 @@ class Entry:
     retire_reason: str | None = None
     contradicted_by: str | None = None
     retired_in: str | None = None
+    suspicious: tuple[str, ...] = ()
+    """The signals the coordinator flagged the promotion's statement with (``domain/injection.py``): such an
+    entry is served flagged and never as verified (docs/adr/0143)."""
 
     @property
     def retired(self) -> bool:
@@ -130,6 +135,7 @@ class Entry:
         values = asdict(self)
         values["evidence"] = json.dumps(list(self.evidence))
         values["excerpts"] = json.dumps(dict(self.excerpts))
+        values["suspicious"] = json.dumps(list(self.suspicious))
         return tuple(values[name] for name in COLUMNS)
 
     @classmethod
@@ -137,6 +143,7 @@ class Entry:
         values = dict(zip(COLUMNS, row, strict=True))
         values["evidence"] = tuple(json.loads(values["evidence"]))
         values["excerpts"] = tuple(sorted(json.loads(values["excerpts"]).items()))
+        values["suspicious"] = tuple(json.loads(values["suspicious"]))
         return cls(**values)
 
     def document(self, as_of: datetime) -> dict[str, Any]:
@@ -152,6 +159,7 @@ class Entry:
             "valid_until": self.valid_until,
             "recorded_at": self.recorded_at,
             "current": self.current(as_of),
+            "suspicious": list(self.suspicious),
             "retired": None
             if self.retired_at is None
             else {
@@ -206,6 +214,9 @@ class KnowledgeStore:
         with self._cursor() as cursor:
             for statement in SCHEMA:
                 cursor.execute(statement)
+            cursor.execute("SELECT * FROM knowledge_entries LIMIT 0")
+            if "suspicious" not in {column[0] for column in cursor.description}:  # a store made before it
+                cursor.execute("ALTER TABLE knowledge_entries ADD COLUMN suspicious TEXT NOT NULL DEFAULT '[]'")
         self._fresh = False
 
     @contextmanager
@@ -240,15 +251,28 @@ class KnowledgeStore:
                 raise LedgerUnavailable(f"the knowledge store cannot be reached: {error}") from error
 
     def insert(self, entry: Entry) -> bool:
-        """Write ``entry`` once: a second delivery of the same promotion (same id) changes nothing."""
+        """Write ``entry`` once: a second delivery of the same promotion (same id) changes nothing, and neither
+        does a later promotion of a finding the workspace has an entry for that is not retired."""
         marks = ", ".join("?" for _ in COLUMNS)
         with self._cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO knowledge_entries ({', '.join(COLUMNS)}) VALUES ({marks}) "
-                "ON CONFLICT (tenant_id, entry_id) DO NOTHING",
-                entry.row(),
+                f"INSERT INTO knowledge_entries ({', '.join(COLUMNS)}) SELECT {marks} WHERE NOT EXISTS ("
+                "SELECT 1 FROM knowledge_entries WHERE tenant_id = ? AND workspace_id = ? AND finding = ? "
+                "AND retired_at IS NULL) ON CONFLICT (tenant_id, entry_id) DO NOTHING",
+                (*entry.row(), entry.tenant_id, entry.workspace_id, entry.finding),
             )
             return bool(cursor.rowcount)
+
+    def refute(self, workspace_id: str, claim: str, at: str, where: str) -> int:
+        """Retire the entries of workspace ``workspace_id`` (its key) that rest on ``claim``, which a verification
+        there has now refuted; how many."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "UPDATE knowledge_entries SET retired_at = ?, retire_reason = ?, contradicted_by = ?, retired_in = ? "
+                "WHERE workspace_id = ? AND (finding = ? OR verified_hypothesis = ?) AND retired_at IS NULL",
+                (at, f"{claim} was refuted in its own incident", bare(workspace_id), where, workspace_id, claim, claim),
+            )
+            return int(cursor.rowcount)
 
     def retire(self, tenant_id: str, entry_id: str, at: str, reason: str, contradicted_by: str, where: str) -> bool:
         """Mark the tenant's entry retired, once: the first retirement is kept, a later one changes nothing."""
@@ -343,6 +367,10 @@ class _Qmark:
 
     def fetchone(self) -> Any:
         return self.cursor.fetchone()
+
+    @property
+    def description(self) -> Any:
+        return self.cursor.description
 
     @property
     def rowcount(self) -> int:

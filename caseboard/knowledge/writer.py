@@ -6,22 +6,32 @@ retirement is applied once. ``KnowledgeWriter`` follows the ledger's notificatio
 position the store keeps, as the MCP catalog does; ``rebuild`` reads the whole log into a fresh store, and
 ``audit`` checks each entry against the ledger: the promotion and the verification behind it must be there.
 A workspace's replay never reads any of this.
+
+Text the parser now refuses (NUL and other control characters, docs/adr/0140) may still be in a ledger
+committed before, or imported from an old export: an entry's text fields are written with each such character
+as its visible escape (``\\u0000``), and a ``knowledge_text_escaped`` warning names the entry, so that the store,
+which PostgreSQL would refuse it in, goes on serving every tenant.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+
+import structlog
 
 from caseboard.dispatcher.outbox import START, Outbox, open_outbox
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
+from caseboard.domain.text import control_in, visible
 from caseboard.knowledge.store import Entry, KnowledgeStore, when
 from caseboard.ledger import EventsourcingLedger
 
 BATCH = 500
 POSITION = "writer"
+
+log = structlog.get_logger("caseboard.knowledge")
 
 
 def entry_id(workspace_id: str, version: int, index: int) -> str:
@@ -38,17 +48,41 @@ def deliver(store: KnowledgeStore, commit: Commit, ledger: EventsourcingLedger) 
             versions = decision.get("evidence_versions")
             if isinstance(versions, dict) and versions:
                 entry = replace(entry, excerpts=excerpts(ledger, commit.key, versions))
-            changed += store.insert(entry)
+            changed += store.insert(storable(entry))
+        elif isinstance(item, it.Verification) and item.result == "refuted":
+            where = entry_id(commit.workspace_id, commit.version, index)
+            changed += store.refute(commit.key, item.claim, when(commit.at), where)
         elif isinstance(item, it.Retire):
+            where = entry_id(commit.workspace_id, commit.version, index)
+            reason, contradicted_by = (_storable(where, text) for text in (item.reason, item.contradicted_by))
             changed += store.retire(
                 str(decision["tenant_id"]),
-                item.entry,
+                _storable(where, item.entry),
                 when(commit.at),
-                item.reason,
-                item.contradicted_by,
-                entry_id(commit.workspace_id, commit.version, index),
+                reason,
+                contradicted_by,
+                where,
             )
     return changed
+
+
+def storable(entry: Entry) -> Entry:
+    """``entry`` with every refused control character in its text escaped (a warning when there was one)."""
+    changes: dict[str, object] = {}
+    for spec in fields(entry):
+        value = getattr(entry, spec.name)
+        if isinstance(value, str) and control_in(value):
+            changes[spec.name] = _storable(entry.entry_id, value)
+        elif spec.name == "evidence" and any(control_in(ref) for ref in value):
+            changes[spec.name] = tuple(_storable(entry.entry_id, ref) for ref in value)
+    return replace(entry, **changes) if changes else entry  # type: ignore[arg-type]
+
+
+def _storable(entry: str, text: str) -> str:
+    if not control_in(text):
+        return text
+    log.warning("knowledge_text_escaped", entry_id=visible(entry), reason="control characters written as escapes")
+    return visible(text)
 
 
 def promoted(commit: Commit, index: int, item: it.Promote, decision: dict[str, object]) -> Entry:
@@ -73,7 +107,18 @@ def promoted(commit: Commit, index: int, item: it.Promote, decision: dict[str, o
         verified_by=None if decision.get("verified_by") is None else str(decision["verified_by"]),
         verified_hypothesis=str(decision["verified_hypothesis"]),
         evidence=tuple(str(ref) for ref in evidence) if isinstance(evidence, list | tuple) else (),
+        suspicious=signals(decision.get("suspicious")),
     )
+
+
+def signals(flags: object) -> tuple[str, ...]:
+    """The signals of a decision's ``suspicious`` record (``[{"field", "signals"}, ...]``), each once."""
+    found: list[str] = []
+    for flag in flags if isinstance(flags, list) else ():
+        for signal in flag.get("signals", ()) if isinstance(flag, dict) else ():
+            if str(signal) not in found:
+                found.append(str(signal))
+    return tuple(found)
 
 
 def excerpts(ledger: EventsourcingLedger, workspace_id: str, versions: dict[str, int]) -> tuple[tuple[str, str], ...]:
@@ -89,7 +134,12 @@ def excerpts(ledger: EventsourcingLedger, workspace_id: str, versions: dict[str,
 
 
 def carries_knowledge(commit: Commit) -> bool:
-    return any(item.type in it.KNOWLEDGE_ITEMS for item in commit.items)
+    """Whether ``commit`` changes the store: a promotion, a retirement, or a verification refuting a claim an
+    entry may rest on."""
+    return any(
+        item.type in it.KNOWLEDGE_ITEMS or (isinstance(item, it.Verification) and item.result == "refuted")
+        for item in commit.items
+    )
 
 
 class KnowledgeWriter:

@@ -13,10 +13,17 @@ the commit at ``version`` and ``hash`` the SHA-256 of the bytes before it (seale
 ``latest_snapshot`` refuses one whose bytes do not match its hash or whose envelope names another
 workspace, reducer or version (``SnapshotRejected``); whether it belongs to the chain, and to the
 reducer's shape, is for its reader to check.
+
+With a snapshot key (``CASEBOARD_SNAPSHOT_KEY``, ``sign_snapshots``), the envelope also carries ``mac``, the
+HMAC-SHA256 under that key of the envelope's bytes without it: a snapshot without it, or whose MAC does not
+match, is refused, so that write access to the database without the server's settings cannot forge one
+(docs/adr/0142). Without a key the seal is a hash, which anyone who can write the database can recompute.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -90,8 +97,10 @@ def seal_snapshot(
     head_hash: str | None,
     data: dict[str, Any],
     shape: str | None = None,
+    key: bytes | None = None,
 ) -> bytes:
-    """A snapshot's stored bytes: the reducer's ``data`` in an envelope naming what it was folded from, sealed."""
+    """A snapshot's stored bytes: the reducer's ``data`` in an envelope naming what it was folded from, signed
+    with ``key`` when there is one, sealed."""
     envelope: dict[str, Any] = {
         "format": SNAPSHOT_FORMAT,
         "workspace_id": workspace_id,
@@ -102,12 +111,21 @@ def seal_snapshot(
     if shape is not None:
         envelope["shape"] = shape
     envelope["data"] = data
+    if key is not None:
+        envelope["mac"] = _mac(key, envelope)
     return seal(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int) -> Snapshot:
-    """The inverse of ``seal_snapshot``, checked: ``SnapshotRejected`` unless the bytes are intact and name
-    ``workspace_id``, ``reducer`` and ``version``."""
+def _mac(key: bytes, envelope: dict[str, Any]) -> str:
+    """The HMAC-SHA256 under ``key`` of ``envelope``'s bytes without its ``mac`` and ``hash`` members."""
+    unsigned = {name: value for name, value in envelope.items() if name not in ("mac", "hash")}
+    body = json.dumps(unsigned, separators=(",", ":"), ensure_ascii=False).encode()
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int, key: bytes | None = None) -> Snapshot:
+    """The inverse of ``seal_snapshot``, checked: ``SnapshotRejected`` unless the bytes are intact, name
+    ``workspace_id``, ``reducer`` and ``version``, and, with ``key``, carry a MAC made with it."""
     recorded = recorded_hash(state)
     if recorded is None:
         raise SnapshotRejected(version, "it carries no hash (written before snapshots were sealed, or stripped)")
@@ -122,6 +140,12 @@ def open_snapshot(state: bytes, workspace_id: str, reducer: str, version: int) -
     named = (envelope.get("format"), envelope.get("workspace_id"), envelope.get("reducer"), envelope.get("version"))
     if named != (SNAPSHOT_FORMAT, workspace_id, reducer, version) or not isinstance(envelope.get("data"), dict):
         raise SnapshotRejected(version, f"its envelope names {named[1:]!r}, not {(workspace_id, reducer, version)!r}")
+    if key is not None:
+        mac = envelope.get("mac")
+        if not isinstance(mac, str):
+            raise SnapshotRejected(version, "it carries no MAC, and this server signs its snapshots")
+        if not hmac.compare_digest(mac, _mac(key, envelope)):
+            raise SnapshotRejected(version, "its MAC was not made with this server's snapshot key")
     head_hash, shape = envelope.get("head_hash"), envelope.get("shape")
     return Snapshot(
         version,
@@ -239,6 +263,12 @@ class EventsourcingLedger:
         self._closer = closer
         self._native = native
         self.capabilities = Capabilities(appends_on_loop=native is not None, live=native is not None)
+        self._snapshot_key: bytes | None = None
+
+    def sign_snapshots(self, key: bytes | None) -> None:
+        """Sign the snapshots written from now on with ``key``, and use only those it signed (module docstring);
+        None: sealed with a hash only."""
+        self._snapshot_key = key
 
     def after_append(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` after each append has committed, outside its transaction (the dispatcher's wake-up,
@@ -363,7 +393,7 @@ class EventsourcingLedger:
             originator_id=f"{reducer}/{workspace_id}",
             originator_version=version,
             topic=SNAPSHOT_TOPIC,
-            state=seal_snapshot(workspace_id, reducer, version, head_hash, data, shape),
+            state=seal_snapshot(workspace_id, reducer, version, head_hash, data, shape, self._snapshot_key),
         )
         try:
             self.snapshots.insert_events([stored])
@@ -380,7 +410,8 @@ class EventsourcingLedger:
             raise LedgerUnavailable(f"the snapshot store could not be read: {error}") from error
         if not rows:
             return None
-        return open_snapshot(bytes(rows[0].state), workspace_id, reducer, rows[0].originator_version)
+        version = rows[0].originator_version
+        return open_snapshot(bytes(rows[0].state), workspace_id, reducer, version, self._snapshot_key)
 
     def stored_snapshots(self, workspace_id: str, reducer: str) -> list[StoredSnapshot]:
         """Every snapshot of a workspace by one reducer, oldest first, unchecked (for ``verify``)."""

@@ -240,6 +240,7 @@ def prior_finding(entry: Mapping[str, Any]) -> Candidate:
     promoted after a verification there, and not evidence for this one."""
     provenance = entry.get("provenance", {})
     incident = provenance.get("workspace_id", "?")
+    suspicious = tuple(str(signal) for signal in entry.get("suspicious") or ())
     return Candidate(
         PRIOR_FINDINGS,
         "prior_finding",
@@ -250,10 +251,11 @@ def prior_finding(entry: Mapping[str, Any]) -> Candidate:
             author=str(entry.get("owner", "?")),
             status="prior_finding",
             recorded_at_version=int(provenance.get("version", 0)),
-            verified=True,
+            verified=not suspicious,  # a flagged statement is never vouched for (docs/adr/0143)
             ingested_at=entry.get("recorded_at"),
         ),
         str(entry.get("statement", "")),
+        suspicious=suspicious,
     )
 
 

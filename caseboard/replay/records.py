@@ -1,7 +1,9 @@
 """Reading recorded commits: from an exported JSONL file or from a stored ledger, a batch at a time.
 
 A recorded incident file holds one commit per line, exactly as ``Commit.model_dump_json(exclude_none=True)``
-writes it (docs/adr/0020-recorded-incident-format.md); there is no header line. Every line passes through
+writes it (docs/adr/0020-recorded-incident-format.md); there is no header line. A line is exactly that and its
+``\n``: a blank line, or a ``\r`` before the ``\n``, is a line that is not a sealed commit, which ``verify`` and
+``import`` refuse (docs/adr/0142). Every line passes through
 the upcaster, so a file or a row of an older schema version still reads as a current ``Commit``.
 
 Decoding is the cost of replay: each row is validated straight from its bytes by pydantic's JSON parser;
@@ -74,9 +76,8 @@ def decode_batch(records: Sequence[RawRecord]) -> list[Commit]:
 def file_records(path: Path) -> Iterator[RawRecord]:
     try:
         with path.open("rb") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    yield RawRecord(number, line.rstrip(b"\r\n"), str(path))
+            for number, line in enumerate(handle, 1):  # every line, blank or not: each must be a commit
+                yield RawRecord(number, line[:-1] if line.endswith(b"\n") else line, str(path))
     except OSError as error:
         raise CaseboardError(f"cannot read {path}: {error.strerror or error}") from None
 

@@ -55,7 +55,8 @@ class Exposition:
     """Where the worker's metrics are served: ``port`` 0 picks a free one (tests)."""
 
     port: int
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
+    """The loopback interface unless ``CASEBOARD_WORKER_METRICS_HOST`` says otherwise (ADR 0141)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Exposition | None:
@@ -69,7 +70,7 @@ class Exposition:
             port = -1
         if not 0 <= port <= 65535:
             raise ConfigurationError(f"{PORT_ENV} must be a port number (0-65535), not {text!r}")
-        return cls(port, env.get(HOST_ENV) or "0.0.0.0")
+        return cls(port, env.get(HOST_ENV) or "127.0.0.1")
 
 
 class Duplicates(Collector):

@@ -26,6 +26,7 @@ from caseboard.settings import Settings
 from tests.conftest import open_item
 from tests.fake_model_server import FakeModel, Reply, incident_policy, items
 from tests.http_server import running_server
+from tests.unit.board import judgment
 
 WS = "ws-agent"
 
@@ -236,6 +237,40 @@ def test_the_budget_stops_calls_once_the_workspace_cycles_allowance_is_spent(rig
         take_turn(Board(rig.app), planner, turn(n))
     assert len(rig.fake.requests) == 4  # two cycles of two calls
     assert sum(len(judgments_of(c)) for c in rig.commits()) == 4
+
+
+def test_reported_usage_is_clamped_to_what_the_call_could_use(rig: Rig) -> None:
+    """Issue 34, item 4: a reply reporting -10**12 tokens would reopen a spent budget, 2*10**15 would end it."""
+    rig.fake.script = [
+        Reply(items(), usage={"prompt_tokens": -5, "completion_tokens": -5, "total_tokens": -(10**12)}),
+        Reply(items(), usage={"prompt_tokens": 10**15, "completion_tokens": 10**15, "total_tokens": 2 * 10**15}),
+        Reply(items()),
+    ]
+    planner = rig.participant(budget=Budget(calls_per_cycle=10, tokens_per_cycle=100_000), max_tokens=500)
+    for n in range(1, 4):
+        take_turn(Board(rig.app), planner, turn(n))
+    assert len(rig.fake.requests) == 3  # the huge report did not end the budget
+    low, high, plain = (judgments_of(c)[0].output for c in rig.commits() if judgments_of(c))
+    assert low["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert low["usage_reported"]["total_tokens"] == -(10**12)
+    prompt_bytes = len(canonical(rig.fake.requests[1]["messages"]))
+    assert high["usage"]["completion_tokens"] == 500
+    assert 0 < high["usage"]["total_tokens"] <= prompt_bytes + 64 + 500
+    assert "usage_reported" not in plain and plain["usage"]["total_tokens"] > 0
+
+
+def test_other_participants_judgments_do_not_spend_caseboards_budget(rig: Rig) -> None:
+    """A specialist's key submitting a judgment claiming a huge usage, then 80 empty judgments: caseboard's
+    own agents still get their calls (two cycles of two)."""
+    huge = {**judgment("theirs-0"), "output": {"usage": {"total_tokens": 10**15}}}
+    assert rig.submit("spec-x", "specialist", [huge])["ok"]
+    for start in range(1, 81, 20):
+        assert rig.submit("spec-x", "specialist", [judgment(f"theirs-{n}") for n in range(start, start + 20)])["ok"]
+    rig.fake.policy = lambda messages: Reply(items())
+    planner = rig.participant(budget=Budget(calls_per_cycle=2, tokens_per_cycle=10_000_000))
+    for n in range(1, 8):
+        take_turn(Board(rig.app), planner, turn(n))
+    assert len(rig.fake.requests) == 4
 
 
 def test_an_auditor_lists_the_judgments_on_the_command_line_and_over_http(

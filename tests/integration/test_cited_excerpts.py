@@ -77,6 +77,29 @@ def test_an_unknown_artifact_and_another_tenants_artifact_are_both_unknown_refer
     assert app.ledger.head("ws-1") == 1
 
 
+@pytest.mark.parametrize("unit", ["lines", "bytes"])
+def test_a_range_of_any_size_is_resolved_in_the_tenant_and_refused_past_the_end(app: App, unit: str) -> None:
+    """Issue 34, item 3: sixteen digits (10**15) made the citation a free string, unchecked: accepted without an
+    excerpt hash for a missing artifact, another tenant's, and one whose end it passes."""
+    submit(app, "operator", [open_item()])
+    ours, missing = artifact(app), "sha256:" + "1" * 64
+    foreign = app.artifacts.put("tenant-b", [b"tenant-b's own log\n"], stored_by="b", media_type="text/plain")
+    first = 1 if unit == "lines" else 0
+    theirs = foreign.meta.artifact_id
+    for aid, reason in ((missing, "unknown_reference"), (theirs, "unknown_reference"), (ours, "invalid")):
+        for ref in ({"artifact": aid, unit: [first, 10**15]}, f"{aid}#{unit}={first}-{'9' * 40}"):
+            outcome = submit(app, "specialist", [obs("obs-1", evidence_ref=ref)])
+            assert (outcome["ok"], outcome.get("reason"), outcome.get("field")) == (
+                False,
+                reason,
+                "items[0].evidence_ref",
+            ), (ref, outcome)
+    for malformed in (f"{ours}#lines=0-3", f"{ours}#lines=4-3", f"{ours}#pages=1-2", f"{ours}#lines=1-"):
+        outcome = submit(app, "specialist", [obs("obs-1", evidence_ref=malformed)])
+        assert (outcome["ok"], outcome.get("reason")) == (False, "invalid"), (malformed, outcome)
+    assert app.ledger.head("ws-1") == 1
+
+
 def test_a_work_results_observation_may_cite_too(app: App) -> None:
     submit(app, "operator", [open_item()])
     aid = artifact(app)

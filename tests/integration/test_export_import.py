@@ -6,6 +6,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -95,6 +96,31 @@ def test_import_refuses_a_tampered_file_naming_the_version_and_writes_nothing(
     with pytest.raises(ImportRefused, match="version 14 is altered"):
         import_file(target, tampered, "somewhere-else")
     assert target.head("incident-042") == 0 and target.head("somewhere-else") == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "kind"),
+    [
+        (lambda lines: [*lines[:5], lines[5] + "\r", *lines[6:]], "altered"),  # a trailing carriage return
+        (lambda lines: [*lines[:5], "", *lines[5:]], "unreadable"),  # an inserted blank line
+        (lambda lines: [*lines[:5], "   ", *lines[5:]], "unreadable"),
+        (lambda lines: [*lines, ""], "unreadable"),  # a blank line at the end
+    ],
+    ids=["carriage-return", "blank-line", "spaces-line", "blank-last-line"],
+)
+def test_verify_and_import_refuse_any_line_that_is_not_exactly_a_sealed_commit(
+    target: EventsourcingLedger, tmp_path: Path, edit: Any, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34, item 8: such lines were skipped or trimmed, so the file passed verify and import."""
+    lines = (CORPUS / "incident-042.jsonl").read_text().splitlines()
+    edited = tmp_path / "edited.jsonl"
+    edited.write_bytes(("\n".join(edit(lines)) + "\n").encode())
+    assert main(["verify", str(edited), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["intact"], report["kind"]) == (False, kind), report
+    with pytest.raises(ImportRefused):
+        import_file(target, edited)
+    assert target.head("incident-042") == 0
 
 
 def test_cli_export_and_import_round_trip_between_two_ledgers(

@@ -73,3 +73,36 @@ def test_an_upload_over_the_limit_is_413_in_the_contracts_shape_and_stores_nothi
     assert streamed.status_code == 413
     assert (streamed.json()["ok"], streamed.json()["reason"], streamed.json()["field"]) == (False, "invalid", "$")
     assert specialist.get("/artifacts").json()["artifacts"] == []
+
+
+def alter_stored_bytes(server: RunningServer, aid: str, altered: bytes) -> None:
+    """Change the artifact's bytes where the store keeps them, as someone with write access to it could."""
+    url = server.app.database_url
+    if url.startswith("sqlite:///"):
+        digest = aid.removeprefix("sha256:")
+        [blob] = (Path(url.removeprefix("sqlite:///")).parent / "artifacts").glob(f"*/{digest[:2]}/{digest}")
+        blob.write_bytes(altered)
+        return
+    import psycopg
+
+    schema = url.split("schema=")[1]
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{schema}".caseboard_artifact_blocks SET data = %s WHERE seq = 0 AND blob = '
+            f'(SELECT blob FROM "{schema}".caseboard_artifacts WHERE artifact_id = %s)',
+            (altered, aid),
+        )
+
+
+def test_bytes_altered_in_the_store_are_refused_when_served(server: RunningServer) -> None:
+    """Issue 34, item 8: the whole artifact and its excerpts are served only while the bytes hash to the id."""
+    specialist = server.as_("log-specialist", "specialist")
+    aid = specialist.post("/artifacts", content=LOG).json()["artifact_id"]
+    assert specialist.get(f"/artifacts/{aid}").content == LOG
+    alter_stored_bytes(server, aid, LOG.replace(b"auth_failure", b"auth_success", 1))
+    for path, params in ((f"/artifacts/{aid}", {}), (f"/artifacts/{aid}/excerpt", {"lines": "1-1"})):
+        answer = specialist.get(path, params=params)
+        assert answer.status_code == 409, (path, answer.text)
+        assert (answer.json()["reason"], answer.json()["field"]) == ("tampered", "artifact_id")
+        assert "auth_success" not in answer.text
+    assert specialist.get(f"/artifacts/{aid}/excerpt", params={"bytes": "0-4"}).status_code == 409

@@ -17,6 +17,7 @@ from structlog.testing import capture_logs
 from caseboard.cli.main import main
 from caseboard.ledger import open_ledger
 from caseboard.replay.verify import verify_ledger
+from caseboard.settings import Settings
 from tests.http_server import observation, open_body, running_server
 
 pytestmark = pytest.mark.postgres
@@ -174,3 +175,41 @@ def test_caseboard_verify_reports_an_edited_snapshot_with_exit_status_1(
     assert main(["--database-url", snapshotted, "verify", WS, "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["intact"], report["first_bad_version"], report["kind"]) == (False, version, "snapshot_altered")
+
+
+def test_with_a_snapshot_key_a_resealed_snapshot_of_the_same_tenant_is_not_served(postgres_url: str) -> None:
+    """Issue 34, item 8 (ADR 0048's limit): whoever can write the database can re-seal an edited snapshot; with
+    ``CASEBOARD_SNAPSHOT_KEY`` it must also carry a MAC made with the server's key, which they do not have."""
+    keyed = Settings(snapshot_key="snapshot-key-1")
+    with running_server(postgres_url, settings=keyed) as server:
+        server.app.workspaces.snapshot_min = 4
+        assert server.as_("opener", "operator").post("/workspaces", json=open_body(WS)).status_code == 201
+        specialist = server.as_("spec", "specialist")
+        for number in range(11):
+            answer = specialist.post(f"/workspaces/{WS}/contributions", json={"items": [observation(f"o-{number}")]})
+            assert answer.status_code == 201, answer.text
+    assert "mac" in json.loads(rows(postgres_url)[-1][2])
+    with running_server(postgres_url, settings=keyed) as fresh, capture_logs() as logs:
+        assert fresh.as_("reader-a", "specialist").get(f"/workspaces/{WS}").json()["goal"] == GOAL
+    assert not [e for e in logs if e["event"] == "snapshot_rejected"]  # its own snapshots are used
+
+    version = edit_latest(postgres_url, reseal=True, goal="Forged goal")  # its old MAC kept, now wrong
+    served_from_the_ledger(postgres_url, keyed, version)
+    key, _, state = rows(postgres_url)[-1]
+    unsigned = json.loads(state)
+    del unsigned["mac"], unsigned["hash"]  # then no MAC at all, re-sealed
+    body = json.dumps(unsigned, separators=(",", ":"), ensure_ascii=False).encode()
+    with connect(postgres_url) as conn:
+        conn.execute(
+            "UPDATE caseboard_snapshots SET state = %s WHERE originator_id = %s AND originator_version = %s",
+            (body[:-1] + b',"hash":"' + hashlib.sha256(body).hexdigest().encode() + b'"}', key, version),
+        )
+    served_from_the_ledger(postgres_url, keyed, version)
+    served_from_the_ledger(postgres_url, Settings(snapshot_key="another-key"), version)
+
+
+def served_from_the_ledger(postgres_url: str, settings: Settings, version: int) -> None:
+    with running_server(postgres_url, settings=settings) as fresh, capture_logs() as logs:
+        shown = fresh.as_("reader-a", "specialist").get(f"/workspaces/{WS}")
+        assert shown.status_code == 200 and shown.json()["goal"] == GOAL, shown.text
+    assert version in [e["version"] for e in logs if e["event"] == "snapshot_rejected"]
