@@ -61,6 +61,18 @@ MUTANTS = [
         "challenging=(*hyp.challenging, item.observation))\n",
     ),
     Mutant(
+        "independent verification",
+        "caseboard/coordinator/item_rules.py",
+        "    if same_principal(runner, hyp.author):\n",
+        "    if False:\n",
+    ),
+    Mutant(
+        "exhausted means stopped",
+        "caseboard/coordinator/item_rules.py",
+        "    if c.reducer.stopped(c.state):\n",
+        "    if False:\n",
+    ),
+    Mutant(
         "refusal rollback",
         "caseboard/coordinator/decide.py",
         "draft, draft_commit = state.fork(), ",
