@@ -35,6 +35,9 @@ V3_ONLY = {
     "tests/unit/test_view_reviews_and_checks.py::"
     "test_a_workspace_whose_checks_are_incomplete_when_the_cycles_run_out_ends_evidence_incomplete",
     "tests/unit/test_view_reviews_and_checks.py::test_a_completed_rest_leaves_no_coverage_missing",
+    # an empty result proves nothing without its coverage (v4, ADR 0132)
+    "tests/unit/test_view_reviews_and_checks.py::"
+    "test_a_verification_and_an_answer_on_a_check_without_coverage_are_shown_as_coverage_insufficient",
 }
 
 

@@ -1,19 +1,50 @@
-"""The state of reducer workspace-rules-v4: v3's state, with what v4 keeps beside it."""
+"""The state of reducer workspace-rules-v4: v3's state, with what v4 keeps beside it.
+
+- ``first_event_at`` / ``last_event_at``: the earliest and latest event time of the workspace's observations,
+  kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
+- ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
+  not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar
 
 from caseboard.reducers.workspace_rules_v3.state import RECORDS as V3_RECORDS
 from caseboard.reducers.workspace_rules_v3.state import WorkspaceStateV3, slot
 
-RECORDS: dict[str, type[Any]] = {**V3_RECORDS}
+
+@dataclass(frozen=True, slots=True)
+class UnsettledRec:
+    """A verification (of a hypothesis) or an answer (to a question) that settled nothing: the checks it cited
+    did not cover the claim. ``missing`` holds ``check:part`` pairs (``query``, ``time_range``, ``targets``,
+    ``filters``, ``completed``); the window is the period the claim is about, when one is known."""
+
+    ref: str
+    kind: str
+    claim: str
+    checks: tuple[str, ...]
+    result: str
+    author: str
+    version: int
+    missing: tuple[str, ...]
+    window_start: datetime | None
+    window_end: datetime | None
+
+
+RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec}
 
 
 @dataclass(slots=True)
 class WorkspaceStateV4(WorkspaceStateV3):
-    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS,)
+    first_event_at: datetime | None = None
+    last_event_at: datetime | None = None
+    unsettled: MutableMapping[str, UnsettledRec] = field(default_factory=dict)
+
+    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled")
 
 
-__all__ = ["RECORDS", "WorkspaceStateV4", "slot"]
+__all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
