@@ -14,10 +14,11 @@ from caseboard.domain.commit import Commit
 
 def material_versions(commits: list[Commit], depends_on: tuple[str, ...]) -> list[int]:
     """The versions that challenged, refuted (with a verification that settled, rule 1), revised or withdrew a
-    direct dependency, or changed the constraints."""
+    direct dependency, or changed the constraints (a restatement is no change, rule 11)."""
     deps = set(depends_on)
     found: list[int] = []
     settling = {version for version, _, _ in settled_verifications(commits)}
+    changing = constraint_changes(commits)
     for commit in commits:
         for item in commit.items:
             touches = (
@@ -29,7 +30,7 @@ def material_versions(commits: list[Commit], depends_on: tuple[str, ...]) -> lis
                     and commit.version in settling
                 )
                 or (item.type == "review" and item.decision in ("revised", "withdrawn") and item.proposal in deps)
-                or item.type == "constraints"
+                or (item.type == "constraints" and commit.version in changing)
             )
             if touches:
                 found.append(commit.version)
@@ -83,3 +84,30 @@ def settled_verifications(commits: list[Commit]) -> list[tuple[int, str, str]]:
                 if covers(query, status, window):
                     settled.append((commit.version, item.claim, item.result))
     return settled
+
+
+def constraint_changes(commits: list[Commit]) -> set[int]:
+    """The versions whose ``constraints`` item changed the goal, the scope or a limit (rule 11 of
+    docs/rules-of-evidence.md: one that restates them changes nothing), following ``open`` and ``reopen``."""
+    goal: Any = None
+    scope: Any = None
+    limits: dict[str, Any] = {}
+    found: set[int] = set()
+    for commit in commits:
+        for item in commit.items:
+            if item.type == "open":
+                goal, scope, limits = item.goal, item.scope, item.runtime_limits.model_dump()
+            elif item.type == "reopen":
+                limits = {**limits, **item.runtime_limits.model_dump(exclude_none=True)}
+            elif item.type == "constraints":
+                new = item.runtime_limits.model_dump(exclude_none=True) if item.runtime_limits else {}
+                if (
+                    (item.goal is not None and item.goal != goal)
+                    or (item.scope is not None and item.scope != scope)
+                    or any(limits.get(name) != value for name, value in new.items())
+                ):
+                    found.add(commit.version)
+                goal = item.goal if item.goal is not None else goal
+                scope = item.scope if item.scope is not None else scope
+                limits = {**limits, **new}
+    return found

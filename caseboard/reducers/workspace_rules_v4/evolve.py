@@ -7,6 +7,8 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   the period the hypothesis is about, at least one target, its filters and ``completed: true`` (ADR 0132); an
   answer citing checks settles its question only on such a check (or on an observation). Anything less is
   recorded under ``unsettled`` with what the coverage is missing, and the claim stays as it was;
+- rule 11, restating the scope is not a change: a ``constraints`` item whose goal, scope and limits are the
+  ones the workspace already has changes nothing and is not material (it flags no proposal);
 - each observation's event time widens the workspace's incident window (``first_event_at``,
   ``last_event_at``).
 
@@ -83,6 +85,16 @@ def shortfall(state: WorkspaceStateV4, check: str, window: Window) -> tuple[str,
     return tuple(f"{check}:{part}" for part in missing)
 
 
+def restates(state: WorkspaceStateV4, item: it.Constraints) -> bool:
+    """Whether a ``constraints`` item states only the goal, scope and limits the workspace already has."""
+    if item.goal is not None and item.goal != state.goal:
+        return False
+    if item.scope is not None and item.scope.model_dump() != state.scope:
+        return False
+    limits = item.runtime_limits.model_dump(exclude_none=True) if item.runtime_limits is not None else {}
+    return all(state.limits.get(name) == value for name, value in limits.items())
+
+
 def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
     match item:
         case it.Verification() if item.result != "inconclusive":
@@ -105,6 +117,10 @@ def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision:
                 state.unsupported_answers[ref] = replace(state.unsupported_answers[ref], evidence=item.evidence)
             else:
                 apply_item_v3(state, commit, item, decision)
+        case it.Constraints() if restates(state, item):
+            before = state.constraints_version
+            apply_item_v3(state, commit, item, decision)  # the same goal, scope and limits: nothing moves
+            state.constraints_version = before
         case it.Observation():
             apply_item_v3(state, commit, item, decision)
             _widen(state, item.event_time)
