@@ -73,6 +73,12 @@ MUTANTS = [
         "    if False:\n",
     ),
     Mutant(
+        "coverage rule (rule 1 of docs/rules-of-evidence.md)",
+        "caseboard/reducers/workspace_rules_v4/evolve.py",
+        '            if missing:\n                _unsettled(state, commit, "verification",',
+        '            if False:\n                _unsettled(state, commit, "verification",',
+    ),
+    Mutant(
         "refusal rollback",
         "caseboard/coordinator/decide.py",
         "draft, draft_commit = state.fork(), ",

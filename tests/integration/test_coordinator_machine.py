@@ -22,7 +22,10 @@ coordinator answered, and the invariants judge it. After every step:
 - a verification that landed rests on a check neither its claim's author nor an author of the claim's support
   ran (principals compared as ``same_principal`` does), as the ledger's own commits say (issue 33, rule 3);
 - no request or claim landed between a ``budget_exhausted`` and the next reopen, nor a status change back to
-  ``investigating`` (issue 33, rule 10).
+  ``investigating`` (issue 33, rule 10);
+- an empty result proves nothing without its coverage (rule 1 of docs/rules-of-evidence.md): a hypothesis is
+  ``confirmed`` or ``refuted`` only as the last verification that settled it by the oracle's reading of
+  coverage (tests/oracles.py), and every verification that did not is listed as ``coverage_insufficient``.
 At the end of each run, a replay of the workspace's export equals the projection.
 """
 
@@ -58,7 +61,7 @@ from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
 from caseboard.replay.records import read_file
 from caseboard.replay.transfer import export
-from tests.oracles import material_versions, reviewed_against
+from tests.oracles import material_versions, reviewed_against, settled_verifications
 from tests.unit.board import T0, FakeClock, iso, open_item
 
 REASONS = {reason.value for reason in Reason}
@@ -69,6 +72,28 @@ REQUESTS = ("r1", "r2")
 SPECIALISTS = ("specialist-1", "specialist-2")
 CLAIMANTS = (*SPECIALISTS, "planner-1")  # a planner may run a check as a specialist, and then not verify on it
 PLANNERS = ("planner-1", "planner-2")
+QUERIES: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "covering": {
+        "time_range": [iso(T0 - timedelta(hours=1)), iso(T0 + timedelta(hours=3))],
+        "filters": {"service": "payments-api"},
+        "targets": ["auth-1"],
+        "completed": True,
+    },
+    "the day before": {
+        "time_range": [iso(T0 - timedelta(days=1)), iso(T0 - timedelta(hours=20))],
+        "filters": {"service": "payments-api"},
+        "targets": ["auth-1"],
+        "completed": True,
+    },
+    "no targets": {
+        "time_range": [iso(T0 - timedelta(hours=1)), iso(T0 + timedelta(hours=3))],
+        "filters": {"service": "payments-api"},
+        "targets": [],
+        "completed": True,
+    },
+}
+"""What a result's query covered: the evidence of the run (event times T0..T0+90 min), or less."""
 NUMBERS = itertools.count()
 ANY = None
 """An outcome the model leaves to the rules: any accepted commit or any known refusal."""
@@ -379,6 +404,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
         item: dict[str, Any] = {"type": kind, "request_id": request_id, "generation": generation}
         if kind == "work_result":
             item.update(status="completed", summary="query ran")
+            query = QUERIES[data.draw(st.sampled_from(sorted(QUERIES)))]
+            if query is not None:
+                item["query"] = query
         else:
             item["lease_s"] = 300
         version, key = self.expectation(data)
@@ -447,7 +475,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         who=st.sampled_from(["verifier-1", "Planner-1", "VERIFIER-1"]),
         outcome=st.sampled_from(["confirmed", "refuted", "inconclusive"]),
     )
-    def verify(self, data: st.DataObject, who: str, outcome: str) -> None:
+    def verify_as(self, data: st.DataObject, who: str, outcome: str) -> None:
         """A verifier (perhaps a planner's principal under another case) settles a hypothesis on a check; the
         rules decide, and the invariant judges what landed."""
         item = {
@@ -474,6 +502,50 @@ class CoordinatorMachine(RuleBasedStateMachine):
         outcome = self.submit("operator", "operator-1", [item], {"ok"} if self.model.stopped else ANY)
         if outcome["ok"]:
             self.model.stopped = False
+
+    @precondition(lambda self: self.model.hypotheses and any(r.done for r in self.model.requests.values()))
+    @rule(data=st.data(), result=st.sampled_from(["confirmed", "refuted", "refuted", "inconclusive"]))
+    def verify(self, data: st.DataObject, result: str) -> None:
+        """A verifier settles a hypothesis on a finished check, whatever the check's query covered."""
+        self.verify_on(
+            data, data.draw(st.sampled_from(sorted(r for r, q in self.model.requests.items() if q.done))), result
+        )
+
+    def verify_on(self, data: st.DataObject, check: str, result: str) -> None:
+        item = {
+            "type": "verification",
+            "claim": data.draw(st.sampled_from(sorted(self.model.hypotheses))),
+            "check": check,
+            "result": result,
+        }
+        version, key = self.expectation(data)
+        self.submit("verifier", "verifier-1", [item], ANY, expected_version=version, key=key)
+
+    @precondition(lambda self: self.model.hypotheses)
+    @rule(data=st.data(), query=st.sampled_from(sorted(QUERIES)), result=st.sampled_from(["confirmed", "refuted"]))
+    def check_and_verify(self, data: st.DataObject, query: str, result: str) -> None:
+        """A check is requested, claimed and completed with a query that covers the evidence or less; a verifier
+        then settles a hypothesis on it. The check is run by a principal that authored no evidence
+        and no hypothesis, so that the verification is independent (rule 3)."""
+        request_id = f"chk-{len(self.history)}"
+        request = {"type": "work_request", "request_id": request_id, "kind": "log_check", "target": "auth logs"}
+        if not self.submit("planner", "planner-1", [request], ANY)["ok"]:
+            return
+        self.model.requests[request_id] = Request(done=True)  # never claimable by the other rules' model
+        self.submit(
+            "specialist", "specialist-3", [{"type": "work_claim", "request_id": request_id, "lease_s": 300}], {"ok"}
+        )
+        done: dict[str, Any] = {
+            "type": "work_result",
+            "request_id": request_id,
+            "generation": 1,
+            "status": "completed",
+            "summary": "nothing found",
+        }
+        if QUERIES[query] is not None:
+            done["query"] = QUERIES[query]
+        self.submit("specialist", "specialist-3", [done], {"ok"})
+        self.verify_on(data, request_id, result)
 
     @rule(seconds=st.sampled_from([10, 45, 45, 400]))
     def time_passes(self, seconds: int) -> None:
@@ -568,6 +640,25 @@ class CoordinatorMachine(RuleBasedStateMachine):
             earlier = self.model.supports.get(hypothesis["id"], set())
             assert earlier <= supports, f"{hypothesis['id']} lost support {earlier - supports}"
             self.model.supports[hypothesis["id"]] = supports
+
+    @invariant()
+    def a_claim_is_settled_only_on_a_check_that_covered_it(self) -> None:
+        projection = self.coordinator.workspaces.show(self.workspace)
+        commits = self.commits()
+        settled = settled_verifications(commits)
+        last = {claim: result for _, claim, result in settled}
+        for entry in projection["hypotheses"]:
+            if entry["status"] in ("confirmed", "refuted"):
+                assert last.get(entry["id"]) == entry["status"], f"{entry['id']} is {entry['status']}; {settled}"
+        settling = {version for version, _, _ in settled}
+        unsettled = {
+            commit.version
+            for commit in commits
+            for item in commit.items
+            if item.type == "verification" and item.result != "inconclusive" and commit.version not in settling
+        }
+        shown = {e["recorded_at_version"] for e in projection["coverage_insufficient"] if e["kind"] == "verification"}
+        assert shown == unsettled, f"coverage_insufficient at {sorted(shown)}, expected at {sorted(unsettled)}"
 
     def teardown(self) -> None:
         try:

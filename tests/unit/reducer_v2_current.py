@@ -40,6 +40,9 @@ V3_ONLY = {
     "tests/unit/test_rules.py::test_a_check_run_by_the_claims_author_or_its_sources_cannot_verify_it",
     "tests/unit/test_rules.py::test_a_check_run_by_the_source_of_a_summary_under_the_claim_cannot_verify_it",
     "tests/unit/test_rules.py::test_after_the_budget_is_exhausted_nothing_is_claimed_or_requested_until_a_reopen",
+    # an empty result proves nothing without its coverage (v4, ADR 0132)
+    "tests/unit/test_view_reviews_and_checks.py::"
+    "test_a_verification_and_an_answer_on_a_check_without_coverage_are_shown_as_coverage_insufficient",
 }
 
 
