@@ -2,6 +2,8 @@
 
 - ``first_event_at`` / ``last_event_at``: the earliest and latest event time of the workspace's observations,
   kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
+- ``decided_on``: for each hypothesis a verification settled, the version that verification was decided on
+  (rule 4: a material change to the hypothesis after it leaves a confirmation ``confirmed_before_challenge``);
 - ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
   not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
 """
@@ -43,8 +45,9 @@ class WorkspaceStateV4(WorkspaceStateV3):
     first_event_at: datetime | None = None
     last_event_at: datetime | None = None
     unsettled: MutableMapping[str, UnsettledRec] = field(default_factory=dict)
+    decided_on: MutableMapping[str, int] = field(default_factory=dict)
 
-    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled")
+    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "decided_on")
 
 
 __all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
