@@ -238,6 +238,8 @@ def _verification(item: it.Verification, c: Context) -> Decision:
     _check_settles(check, item, f"{path}.check")
     if same_principal(state.hypotheses[item.claim].author, c.principal):
         refuse(Reason.FORBIDDEN, f"{path}.claim", f"{c.principal!r} authored {item.claim!r} and may not verify it")
+    if item.based_on_workspace_version is not None:
+        _not_ahead(state, item.based_on_workspace_version, f"{path}.based_on_workspace_version")
     _independent(c, item, f"{path}.check")
     return {}
 

@@ -803,6 +803,18 @@ def test_a_reopen_renews_the_budget_with_at_least_one_cycle() -> None:
     board.ok("controller", [cycle(1)])
 
 
+def test_a_verification_decided_on_a_version_not_reached_is_refused() -> None:
+    """Rule 4: the version a verification states it was decided on has been reached (as a review's)."""
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    ahead = {**verification("hyp-1", "check-1", "confirmed"), "based_on_workspace_version": board.head + 1}
+    outcome = refused(board, "invalid", "verifier", [ahead])
+    assert outcome["field"] == "items[0].based_on_workspace_version"
+    board.ok("verifier", [{**ahead, "based_on_workspace_version": board.head}])
+    assert board.hypothesis_status("hyp-1") == "confirmed"
+
+
 # -- freshness, constraints
 
 

@@ -6,10 +6,10 @@ Released: never edit this package's semantics once released. A change of semanti
 
 from caseboard.reducers.base import Reducer
 from caseboard.reducers.materiality import gaps
-from caseboard.reducers.workspace_rules_v3.render import closure, hypothesis_status, proposal_status
+from caseboard.reducers.workspace_rules_v3.render import closure, proposal_status
 from caseboard.reducers.workspace_rules_v4 import codec
 from caseboard.reducers.workspace_rules_v4.evolve import NAME, apply_item, evolve, initial
-from caseboard.reducers.workspace_rules_v4.render import render
+from caseboard.reducers.workspace_rules_v4.render import hypothesis_status, render
 from caseboard.reducers.workspace_rules_v4.state import WorkspaceStateV4, slot
 
 REDUCER: Reducer[WorkspaceStateV4] = Reducer(

@@ -7,6 +7,9 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   the period the hypothesis is about, at least one target, its filters and ``completed: true`` (ADR 0132); an
   answer citing checks settles its question only on such a check (or on an observation). Anything less is
   recorded under ``unsettled`` with what the coverage is missing, and the claim stays as it was;
+- rule 4, a verification is a decision on a version: a verification that settles its hypothesis records the
+  version it was decided on (its ``based_on_workspace_version``, else the contribution's ``expected_version``,
+  else the version before it lands) under ``decided_on``; ``render.hypothesis_status`` reads it;
 - rule 11, restating the scope is not a change: a ``constraints`` item whose goal, scope and limits are the
   ones the workspace already has changes nothing and is not material (it flags no proposal);
 - each observation's event time widens the workspace's incident window (``first_event_at``,
@@ -85,6 +88,12 @@ def shortfall(state: WorkspaceStateV4, check: str, window: Window) -> tuple[str,
     return tuple(f"{check}:{part}" for part in missing)
 
 
+def decided_version(item: it.Verification, commit: Commit) -> int:
+    """The version a verification was decided on: its own field, else the contribution's expected version, else
+    the version it follows (what the verifier could have read)."""
+    return item.based_on_workspace_version or commit.expected_version or commit.version - 1
+
+
 def restates(state: WorkspaceStateV4, item: it.Constraints) -> bool:
     """Whether a ``constraints`` item states only the goal, scope and limits the workspace already has."""
     if item.goal is not None and item.goal != state.goal:
@@ -103,6 +112,8 @@ def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision:
             if missing:
                 _unsettled(state, commit, "verification", item.claim, (item.check,), item.result, missing, window)
                 item = item.model_copy(update={"result": "inconclusive"})  # recorded, settles nothing
+            else:
+                state.decided_on[item.claim] = decided_version(item, commit)
             apply_item_v3(state, commit, item, decision)
         case it.Answer() if item.evidence and not any(ref in state.observations for ref in item.evidence):
             question = state.questions[item.question]

@@ -2,6 +2,8 @@
 
 - ``first_event_at`` / ``last_event_at``: the earliest and latest event time of the workspace's observations,
   kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
+- ``decided_on``: for each hypothesis a verification settled, the version that verification was decided on
+  (rule 4: a material change to the hypothesis after it leaves a confirmation ``confirmed_before_challenge``);
 - ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
   not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
 """
@@ -51,8 +53,9 @@ class WorkspaceStateV4(WorkspaceStateV3):
     check_runners: MutableMapping[str, str] = field(default_factory=dict)
     """Who ran each check: the author of its result, by request id (issue 33, rule 3; read by the coordinator
     through ``Reducer.check_runner``)."""
+    decided_on: MutableMapping[str, int] = field(default_factory=dict)
 
-    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners")
+    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on")
 
 
 def slot(principal: str, key: str) -> str:
