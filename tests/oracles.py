@@ -6,21 +6,31 @@ proposal's direct dependencies, so every violation it reports is real.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from caseboard.domain.commit import Commit
 
 
 def material_versions(commits: list[Commit], depends_on: tuple[str, ...]) -> list[int]:
-    """The versions that challenged, refuted, revised or withdrew a direct dependency, or changed the
-    constraints."""
+    """The versions that challenged, refuted (with a verification that settled, rule 1), revised or withdrew a
+    direct dependency, or changed the constraints (a restatement is no change, rule 11)."""
     deps = set(depends_on)
     found: list[int] = []
+    settling = {version for version, _, _ in settled_verifications(commits)}
+    changing = constraint_changes(commits)
     for commit in commits:
         for item in commit.items:
             touches = (
                 (item.type == "link" and item.relation == "challenges" and item.hypothesis in deps)
-                or (item.type == "verification" and item.result == "refuted" and item.claim in deps)
+                or (
+                    item.type == "verification"
+                    and item.result == "refuted"
+                    and item.claim in deps
+                    and commit.version in settling
+                )
                 or (item.type == "review" and item.decision in ("revised", "withdrawn") and item.proposal in deps)
-                or item.type == "constraints"
+                or (item.type == "constraints" and commit.version in changing)
             )
             if touches:
                 found.append(commit.version)
@@ -37,3 +47,67 @@ def reviewed_against(commits: list[Commit], proposal_id: str, basis: int) -> int
                 assert version is not None, f"a retain without a version landed at {commit.version}"
                 against = max(against, version)
     return against
+
+
+def covers(query: Any, status: str, window: tuple[datetime, datetime] | None) -> bool:
+    """Rule 1 of docs/rules-of-evidence.md, from the item alone: a completed result whose query states a time
+    range covering ``window``, at least one target, its filters and ``completed: true``."""
+    if query is None or status != "completed" or not (query.targets and query.filters and query.completed):
+        return False
+    return window is None or (query.time_range[0] <= window[0] and query.time_range[1] >= window[1])
+
+
+def settled_verifications(commits: list[Commit]) -> list[tuple[int, str, str]]:
+    """(version, claim, result) of every ``confirmed`` or ``refuted`` verification that settled its claim by
+    rule 1: the check it cites covered the event times of the evidence under the hypothesis (else of every
+    observation so far) with a complete query naming targets and filters."""
+    times: dict[str, datetime] = {}
+    evidence: dict[str, list[str]] = {}
+    results: dict[str, tuple[Any, str]] = {}
+    settled: list[tuple[int, str, str]] = []
+    for commit in commits:
+        for item in commit.items:
+            if item.type == "observation":
+                times[item.id] = item.event_time
+            elif item.type == "work_result":
+                results[item.request_id] = (item.query, item.status)
+                if item.observation is not None:
+                    times[item.observation.id] = item.observation.event_time
+            elif item.type == "hypothesis":
+                evidence[item.id] = [*item.supporting_evidence, *item.challenging_evidence]
+            elif item.type == "link":
+                evidence[item.hypothesis].append(item.observation)
+            elif item.type == "verification" and item.result != "inconclusive":
+                under = [times[ref] for ref in evidence.get(item.claim, ())] or list(times.values())
+                window = (min(under), max(under)) if under else None
+                query, status = results.get(item.check, (None, "pending"))
+                if covers(query, status, window):
+                    settled.append((commit.version, item.claim, item.result))
+    return settled
+
+
+def constraint_changes(commits: list[Commit]) -> set[int]:
+    """The versions whose ``constraints`` item changed the goal, the scope or a limit (rule 11 of
+    docs/rules-of-evidence.md: one that restates them changes nothing), following ``open`` and ``reopen``."""
+    goal: Any = None
+    scope: Any = None
+    limits: dict[str, Any] = {}
+    found: set[int] = set()
+    for commit in commits:
+        for item in commit.items:
+            if item.type == "open":
+                goal, scope, limits = item.goal, item.scope, item.runtime_limits.model_dump()
+            elif item.type == "reopen":
+                limits = {**limits, **item.runtime_limits.model_dump(exclude_none=True)}
+            elif item.type == "constraints":
+                new = item.runtime_limits.model_dump(exclude_none=True) if item.runtime_limits else {}
+                if (
+                    (item.goal is not None and item.goal != goal)
+                    or (item.scope is not None and item.scope != scope)
+                    or any(limits.get(name) != value for name, value in new.items())
+                ):
+                    found.add(commit.version)
+                goal = item.goal if item.goal is not None else goal
+                scope = item.scope if item.scope is not None else scope
+                limits = {**limits, **new}
+    return found

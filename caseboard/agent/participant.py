@@ -27,6 +27,7 @@ from caseboard.agent.model import ModelClient, ModelUnavailable
 from caseboard.agent.prompts import Prompt, load_prompt
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import MAX_REFS, Role
+from caseboard.domain.principals import same_principal
 from caseboard.projections.model_view import judgment_basis
 
 log = structlog.get_logger("caseboard.agent")
@@ -39,6 +40,10 @@ REPLY_CHARS = 48_000
 """A parsed reply larger than this (as JSON) is recorded by its SHA-256 only, within the judgment's bound."""
 NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 """The usage of a call the model never answered."""
+SHOWN_ITEMS = frozenset({"observation", "hypothesis", "proposal", "work", "question"})
+"""The kinds of view entries that are items of the workspace, by their ids: a judgment records the revision
+(``recorded_at_version``) of each one the model was shown, check results and questions as well as observations
+(issue 33, rule 7). Answers and reviews are shown under their question's and proposal's ids' entries."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,7 @@ class ModelParticipant:
         what = f"request {work['request_id']} (kind {work['kind']}; target {json.dumps(work['target'])})"
         if work["status"] == "awaiting_result":
             return f"{head}. {what} is awaiting_result: claim it if it is of your kind."
-        if work["status"] == "claimed" and work["holder"] == self.principal:
+        if work["status"] == "claimed" and same_principal(work["holder"], self.principal):
             return (
                 f"{head}. You hold {what} at generation {work['generation']}: report its work_result with "
                 f"generation {work['generation']}."
@@ -190,7 +195,7 @@ class ModelParticipant:
         data = canonical(messages)
         digest = hashlib.sha256(data).hexdigest()
         artifact = self.board.keep_prompt(reading.projection["scope"]["tenant_id"], data, self.principal)
-        revisions = {e.ref: e.provenance.recorded_at_version for e in view.entries if e.kind == "observation"}
+        revisions = {e.ref: e.provenance.recorded_at_version for e in view.entries if e.kind in SHOWN_ITEMS}
         output: dict[str, Any] = {
             "prompt": self.prompt.name,
             "prompt_artifact": artifact,

@@ -19,7 +19,8 @@ from caseboard.domain.citations import CITATION_PREFIX, MAX_EXCERPT_BYTES, Citat
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import Reason, Refusal
 from caseboard.domain.items import Role
-from caseboard.reducers import Reducer, WorkRec, WorkspaceState, tenant_of
+from caseboard.domain.principals import same_principal
+from caseboard.reducers import ObservationRec, Reducer, WorkRec, WorkspaceState, tenant_of
 
 Decision = dict[str, Any]
 Citations = Mapping[str, CitationFacts | None]
@@ -194,14 +195,14 @@ def _review_item(item: it.Review, c: Context) -> Decision:
 def _work_request(item: it.WorkRequest, c: Context) -> Decision:
     state, path = c.state, c.path
     _new_id(state, item.request_id, f"{path}.request_id")
-    if state.status == "budget_exhausted":
-        refuse(Reason.LIMIT_EXCEEDED, path, "the investigation budget is exhausted: no new work is scheduled")
+    _not_stopped(c, "no new work is requested")
     _limit(state.pending_work, state.limits["max_pending_work"], "max_pending_work", path)
     return {}
 
 
 @rule(it.WorkClaim)
 def _work_claim(item: it.WorkClaim, c: Context) -> Decision:
+    _not_stopped(c, "no work is claimed")
     return _claim(c.state, c.principal, item, c.path, c.at)
 
 
@@ -241,9 +242,55 @@ def _verification(item: it.Verification, c: Context) -> Decision:
     _refs(state, [item.claim], {"hypothesis"}, f"{path}.claim")
     check = _request(state, item.check, f"{path}.check")
     _check_settles(check, item, f"{path}.check")
-    if state.hypotheses[item.claim].author == c.principal:
+    if same_principal(state.hypotheses[item.claim].author, c.principal):
         refuse(Reason.FORBIDDEN, f"{path}.claim", f"{c.principal!r} authored {item.claim!r} and may not verify it")
+    if item.based_on_workspace_version is not None:
+        _not_ahead(state, item.based_on_workspace_version, f"{path}.based_on_workspace_version")
+    _independent(c, item, f"{path}.check")
     return {}
+
+
+def _independent(c: Context, item: it.Verification, path: str) -> None:
+    """A verification rests on a check independent of the claim (issue 33, rule 3): not run by the claim's
+    author nor by an author of its supporting evidence (or of what that evidence summarizes), and not the
+    check that produced that evidence. Who ran a check is its result's author (``Reducer.check_runner``)."""
+    state = c.state
+    hyp = state.hypotheses[item.claim]
+    runner = c.reducer.check_runner(state, item.check)
+    if same_principal(runner, hyp.author):
+        refuse(
+            Reason.FORBIDDEN,
+            path,
+            f"check {item.check!r} was run by {runner!r}, who authored {item.claim!r}: a verification rests on a "
+            "check the claim's author did not run",
+        )
+    for obs in _evidence_under(state, hyp.supporting):
+        if obs.via_request == item.check:
+            refuse(
+                Reason.FORBIDDEN,
+                path,
+                f"check {item.check!r} produced {obs.id!r}, which supports {item.claim!r}: the check a claim rests "
+                "on cannot also verify it; cite an independent check",
+            )
+        if same_principal(runner, obs.author):
+            refuse(
+                Reason.FORBIDDEN,
+                path,
+                f"check {item.check!r} was run by {runner!r}, who recorded {obs.id!r} supporting {item.claim!r}: "
+                "a verification rests on a check the claim's own sources did not run",
+            )
+
+
+def _evidence_under(state: WorkspaceState, refs: Iterable[str]) -> list[ObservationRec]:
+    """The observations ``refs`` name, and those they are derived from, each once."""
+    found: dict[str, ObservationRec] = {}
+    pending = list(refs)
+    while pending:
+        obs = state.observations.get(pending.pop())
+        if obs is not None and obs.id not in found:
+            found[obs.id] = obs
+            pending.extend(obs.derived_from)
+    return list(found.values())
 
 
 @rule(it.Selection)
@@ -257,13 +304,39 @@ def _judgment(item: it.Judgment, c: Context) -> Decision:
     _new_id(state, item.invocation_id, f"{path}.invocation_id")
     _not_ahead(state, item.input_workspace_version, f"{path}.input_workspace_version")
     _refs(state, item.evidence_revisions, None, f"{path}.evidence_revisions")
+    shown = item.input_workspace_version
+    for ref, revision in item.evidence_revisions.items():
+        recorded = _recorded_at(state, ref)
+        if not recorded <= revision <= shown:
+            refuse(
+                Reason.INVALID,
+                f"{path}.evidence_revisions.{ref}",
+                f"{ref!r} was recorded at version {recorded}: the model was shown version {shown}, so it read "
+                f"{ref!r} at a version from {recorded} to {shown}, not at {revision}"
+                if recorded <= shown
+                else f"{ref!r} was recorded at version {recorded}, after version {shown} the model was shown",
+            )
     return {}
+
+
+def _recorded_at(state: WorkspaceState, ref: str) -> int:
+    """The version that recorded item ``ref`` (an id of ``state.ids``), from the records every reducer's
+    state keeps: no history is read."""
+    records: dict[str, Mapping[str, Any]] = {
+        "observation": state.observations,
+        "hypothesis": state.hypotheses,
+        "question": state.questions,
+        "proposal": state.proposals,
+        "work_request": state.work,
+        "judgment": state.judgments,
+    }
+    return int(records[state.ids[ref]][ref].version)
 
 
 @rule(it.Cycle)
 def _cycle(item: it.Cycle, c: Context) -> Decision:
     state, path = c.state, c.path
-    if state.status == "budget_exhausted" or state.cycles_used >= state.limits["max_investigation_cycles"]:
+    if c.reducer.stopped(state) or state.cycles_used >= state.limits["max_investigation_cycles"]:
         refuse(
             Reason.LIMIT_EXCEEDED,
             path,
@@ -282,14 +355,41 @@ def _status(item: it.StatusChange, c: Context) -> Decision:
             f"{c.path}.to",
             f"a controller may set {', '.join(sorted(CONTROLLER_STATUSES))}; {item.to.value!r} is an operator's",
         )
+    if item.to.value == "investigating" and c.reducer.stopped(c.state):
+        refuse(
+            Reason.INVALID,
+            f"{c.path}.to",
+            "the investigation budget was exhausted: work resumes only by a reopen (an operator's 'reopen' item "
+            "with an owner and a budget of at least one cycle), not by a status change",
+        )
     return {"from": c.state.status}
 
 
 @rule(it.Reopen)
 def _reopen(item: it.Reopen, c: Context) -> Decision:
-    if c.state.status not in ("closed", "budget_exhausted"):
-        refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {c.state.status}")
-    return {"from": c.state.status}
+    state = c.state
+    if state.status not in ("closed", "budget_exhausted") and not c.reducer.stopped(state):
+        refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}")
+    cycles = item.runtime_limits.max_investigation_cycles
+    if (state.limits["max_investigation_cycles"] if cycles is None else cycles) < 1:
+        refuse(
+            Reason.INVALID,
+            f"{c.path}.runtime_limits.max_investigation_cycles",
+            "a reopen renews the budget: max_investigation_cycles must be at least 1",
+        )
+    return {"from": state.status}
+
+
+def _not_stopped(c: Context, what: str) -> None:
+    """Exhausted means stopped (issue 33, rule 10): after ``budget_exhausted`` nothing new is requested or
+    claimed until an explicit reopen, whatever status was set since."""
+    if c.reducer.stopped(c.state):
+        refuse(
+            Reason.LIMIT_EXCEEDED,
+            c.path,
+            f"the investigation budget is exhausted: {what} until an operator reopens the workspace "
+            "(a 'reopen' item with an owner and a budget of at least one cycle)",
+        )
 
 
 @rule(it.Constraints)
@@ -505,7 +605,7 @@ def _claim(state: WorkspaceState, principal: str, item: it.WorkClaim, path: str,
     if request.status in DONE:
         refuse(Reason.INVALID, f"{path}.request_id", f"request {item.request_id!r} is already {request.status}")
     live = request.holder is not None and request.lease_expires_at is not None and request.lease_expires_at > at
-    if live and request.holder != principal:
+    if live and not same_principal(request.holder, principal):
         refuse(
             Reason.LEASE_HELD,
             f"{path}.request_id",
@@ -536,7 +636,7 @@ def _holder(state: WorkspaceState, principal: str, request_id: str, generation: 
             f"generation {request.generation}); claim it again before writing",
             current_generation=request.generation,
         )
-    if request.holder != principal:
+    if not same_principal(request.holder, principal):
         refuse(Reason.FORBIDDEN, path, f"{principal!r} does not hold {request_id!r}; its holder does")
 
 

@@ -501,6 +501,10 @@ class Verification(Frozen):
     verification's evidence. It must exist and be completed; a check still pending or failed is refused."""
     result: Literal["confirmed", "refuted", "inconclusive"]
     """`confirmed` or `refuted` settles the hypothesis; `inconclusive` leaves its status as it is."""
+    based_on_workspace_version: Annotated[int, Field(ge=1)] | None = None
+    """The workspace version the verification was decided on (default: the contribution's `expected_version`, else
+    the version before it lands). A material change to the hypothesis after it leaves a confirmation
+    `confirmed_before_challenge`, needing a new verification (reducer workspace-rules-v4)."""
 
 
 class Selection(Frozen):

@@ -20,6 +20,7 @@ from typing import Any
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import Role
+from caseboard.domain.principals import same_principal
 from caseboard.evaluation.incident import EvaluationIncident
 from caseboard.evaluation.judgment import discounted, iso, parse_time, relations, request_id
 from caseboard.evaluation.tools import Tools
@@ -223,7 +224,7 @@ class ToolSpecialist:
         if work["status"] == "awaiting_result":
             lease = self.delay_s(work["request_id"]) + 3600
             return [{"type": "work_claim", "request_id": work["request_id"], "lease_s": lease}]
-        if work["status"] != "claimed" or work["holder"] != self.principal:
+        if work["status"] != "claimed" or not same_principal(work["holder"], self.principal):
             return None
         finding = self.tools.serve(work["request_id"], self.kind)
         opened = parse_time(self.tools.incident.opened_at)

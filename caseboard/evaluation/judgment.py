@@ -52,14 +52,14 @@ def relations(incident: EvaluationIncident) -> dict[str, Relation]:
 @dataclass(frozen=True)
 class Explanation:
     id: str
-    status: str  # proposed, supported, challenged, confirmed, refuted, inconclusive
+    status: str  # proposed, supported, challenged, confirmed, confirmed_before_challenge, refuted, inconclusive
     challenged: bool
 
 
 def outcome_of(explanations: Iterable[Explanation]) -> tuple[str, str | None]:
     """The outcome (and the explanation it rests on) of what an investigation ended with."""
-    confirmed = [e for e in explanations if e.status == "confirmed"]
-    clean = [e for e in confirmed if not e.challenged]
+    confirmed = [e for e in explanations if e.status in ("confirmed", "confirmed_before_challenge")]
+    clean = [e for e in confirmed if not e.challenged and e.status == "confirmed"]  # v4: challenged after it
     if len(confirmed) == 1 and clean:
         return "supported", clean[0].id
     if confirmed:

@@ -23,6 +23,7 @@ from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
+from caseboard.domain.principals import same_principal
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server.catalog import Catalog
 from caseboard.mcp_server.refusals import refusal
@@ -122,7 +123,7 @@ def list_work(svc: Services, who: Caller, args: a.ListWork) -> dict[str, Any]:
     for request in body.get("work", []):
         if request["status"] not in OPEN_STATUSES:
             continue
-        yours = request.get("holder") == who.key.principal
+        yours = same_principal(request.get("holder"), who.key.principal)
         free = request["status"] == "awaiting_result" or bool(request.get("lease_lapsed"))
         work.append({**request, "held_by_you": yours, "claimable": claims and free and not yours})
     return {

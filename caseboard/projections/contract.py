@@ -28,7 +28,7 @@ class ScopeView(Open):
 class HypothesisView(Exact):
     id: str
     statement: str
-    status: Literal["proposed", "supported", "challenged", "confirmed", "refuted"]
+    status: Literal["proposed", "supported", "challenged", "confirmed", "confirmed_before_challenge", "refuted"]
     supporting_evidence: list[str]
     challenging_evidence: list[str]
     open_questions: list[str]

@@ -97,6 +97,9 @@ def sections(
     coverage = getattr(state, "coverage", {})
     reviews = list(getattr(state, "reviews", {}).values())
     last_review = {r.proposal: r for r in reviews}
+    unsettled: dict[str, list[Any]] = {}  # reducer v4: verifications and answers whose checks did not cover
+    for rec in getattr(state, "unsettled", {}).values():
+        unsettled.setdefault(rec.claim, []).append(rec)
 
     def observation(section: str, obs_id: str, note: str | None = None) -> Candidate | None:
         obs = state.observations.get(obs_id)
@@ -133,6 +136,8 @@ def sections(
             verified=hyp.verification in ("confirmed", "refuted"),
         )
         note = f"supporting={','.join(hyp.supporting) or '-'}; challenging={','.join(hyp.challenging) or '-'}"
+        for rec in unsettled.get(hyp.id, ()):
+            note += f"; coverage_insufficient: {rec.result} by {rec.author} missing {','.join(rec.missing)}"
         return Candidate(section, "hypothesis", hyp.id, note, prov, hyp.statement, None, _flags(flags, hyp.id))
 
     def proposal(section: str, prop: ProposalRec) -> Candidate:
@@ -205,10 +210,14 @@ def sections(
         note = f"about {question.about}" if question.about else None
         flagged = _flags(flags, question.id)
         out.add(Candidate("open_questions", "question", question.id, note, prov, question.text, None, flagged))
+        gaps = {rec.ref: rec for rec in unsettled.get(question.id, ())}
         for answer in unsupported.get(question.id, ()):
+            gap = gaps.get(answer.ref)
             prov = Provenance(
                 author=answer.author,
-                status="unsupported: cites no evidence, so the question stays open",
+                status=f"coverage_insufficient: missing {','.join(gap.missing)}, so the question stays open"
+                if gap is not None
+                else "unsupported: cites no evidence, so the question stays open",
                 ingested_at=iso(times.get(answer.version)),
                 recorded_at_version=answer.version,
             )

@@ -23,7 +23,7 @@ from caseboard.reducers.workspace_rules_v3.render import coverage, finding, sour
 
 REDUCERS = Registry()
 """Every registered reducer by name (a read-only mapping; a reducer is imported when first asked for)."""
-CURRENT = "workspace-rules-v3"
+CURRENT = "workspace-rules-v4"
 """The reducer the coordinator decides with and ``show`` renders by default (ADR 0038)."""
 
 

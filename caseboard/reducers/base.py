@@ -112,6 +112,26 @@ class Reducer(Generic[S]):
             finding, "observation", "verified", first.verified_version, first.verified_by, (finding,), first.id
         )
 
+    def check_runner(self, state: S, request_id: str) -> str | None:
+        """Who ran the check ``request_id``: the author of its result (the coordinator's rule that a verification
+        is independent, issue 33). A state that keeps ``check_runners`` (workspace-rules-v4) knows it for every
+        result; a released state knows it only for a result that carried an observation (recorded as its
+        holder's, ``via_request``). None when the check has no result, or none this state can attribute."""
+        runners: Any = getattr(state, "check_runners", None)
+        if runners is not None:
+            return runners.get(request_id)  # type: ignore[no-any-return]
+        observations: Any = getattr(state, "observations", {})
+        return next((obs.author for obs in observations.values() if obs.via_request == request_id), None)
+
+    def stopped(self, state: S) -> bool:
+        """Whether work is stopped: the budget was exhausted and no reopen came since (issue 33, rule 10),
+        whatever status was set in between. A state that keeps ``exhausted_at`` (workspace-rules-v4) remembers
+        it across status changes; a released state knows only its current status."""
+        exhausted: Any = getattr(state, "exhausted_at", False)
+        if exhausted is not False:
+            return exhausted is not None
+        return getattr(state, "status", None) == "budget_exhausted"
+
     def revalidation_causes(self, state: S, proposal: Any, as_of: datetime | None) -> list[Cause]:
         """Why ``proposal`` requires revalidation in ``state``, as this reducer judges it: the material changes
         ``review_gaps`` finds since ``proposal.checked_at``, each with the reference of ``rests_on`` it marked

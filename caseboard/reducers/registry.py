@@ -27,6 +27,7 @@ RELEASED: dict[str, str] = {
     "workspace-rules-v1": "caseboard.reducers.workspace_rules_v1:REDUCER",
     "workspace-rules-v2": "caseboard.reducers.workspace_rules_v2:REDUCER",
     "workspace-rules-v3": "caseboard.reducers.workspace_rules_v3:REDUCER",
+    "workspace-rules-v4": "caseboard.reducers.workspace_rules_v4:REDUCER",
 }
 """caseboard's own reducers, as its pyproject.toml registers them (tests/unit/test_reducer_registry.py)."""
 

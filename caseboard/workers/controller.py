@@ -17,9 +17,10 @@
 4. somebody wanted and cycles left: a ``cycle`` item naming them, after the work requests it schedules; no
    cycles left: ``budget_exhausted`` with a handoff naming what is unresolved, or ``evidence_incomplete``
    with the missing coverage when checks are incomplete;
-5. nobody wanted and no work pending: ``human_review_required`` when a selected claim is confirmed and
-   every other selected claim is settled (confirmed or refuted: a refuted alternative is not outstanding;
-   a conclusion is the operator's), otherwise ``evidence_incomplete`` with the same kind of handoff.
+5. nobody wanted and no work pending: ``human_review_required`` when a selected claim is confirmed (or was
+   confirmed before a challenge, reducer v4) and every other selected claim is settled (confirmed or refuted:
+   a refuted alternative is not outstanding; a conclusion is the operator's), otherwise
+   ``evidence_incomplete`` with the same kind of handoff.
 A handoff stays within the 4096 characters of a status item: when the whole does not fit, every point is
 cut to ``POINT_LIMIT`` characters and the points that do not fit are counted (``and 7 more``; ADR 0125).
 Freshness is judged at the controller's clock (``now``), never at the last commit's time (ADR 0061).
@@ -53,6 +54,8 @@ log = structlog.get_logger("caseboard.controller")
 
 UNVERIFIED = ("proposed", "supported", "challenged")
 SETTLED = ("confirmed", "refuted")
+CONFIRMED_BEFORE_CHALLENGE = "confirmed_before_challenge"
+"""A confirmation a later material change challenged (rule 4 of docs/rules-of-evidence.md): a person decides."""
 VERIFIER = "verifier-1"
 POINT_LIMIT = 240
 """The characters of one point of a handoff, when the whole handoff would not fit in a status item."""
@@ -238,7 +241,8 @@ def decide_next(
     selected = view["selected_items"]["hypotheses"]
     confirmed = [h["id"] for h in selected if h["status"] == "confirmed"]
     refuted = [h["id"] for h in selected if h["status"] == "refuted"]
-    if confirmed and all(h["status"] in SETTLED for h in selected):
+    challenged = [h["id"] for h in selected if h["status"] == CONFIRMED_BEFORE_CHALLENGE]  # reducer v4, rule 4
+    if (confirmed or challenged) and all(h["status"] in (*SETTLED, CONFIRMED_BEFORE_CHALLENGE) for h in selected):
         return ControllerDecision(
             "status",
             "every selected claim is confirmed or refuted" if refuted else "every selected claim is confirmed",
@@ -250,6 +254,7 @@ def decide_next(
                     "a conclusion is the operator's",
                     "handoff": handoff(
                         ("Confirmed", ", ", confirmed),
+                        *([("Confirmed before a challenge, to verify again", ", ", challenged)] if challenged else []),
                         *([("Refuted", ", ", refuted)] if refuted else []),
                         unresolved_part,
                     ),

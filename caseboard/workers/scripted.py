@@ -12,6 +12,7 @@ from typing import Any
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import Role
+from caseboard.domain.principals import same_principal
 from caseboard.workers.runtime import View
 
 WINDOW = ("2026-03-02T13:30:00Z", "2026-03-02T14:30:00Z")
@@ -115,7 +116,7 @@ class ScriptedSpecialist:
             return None
         if work["status"] == "awaiting_result":
             return [{"type": "work_claim", "request_id": work["request_id"], "lease_s": self.lease_s}]
-        if work["status"] != "claimed" or work["holder"] != self.principal:
+        if work["status"] != "claimed" or not same_principal(work["holder"], self.principal):
             return None
         finding = self.findings.get(self.kind, {"summary": f"nothing scripted for {self.kind}", "targets": []})
         result: dict[str, Any] = {

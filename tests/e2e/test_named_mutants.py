@@ -61,6 +61,24 @@ MUTANTS = [
         "challenging=(*hyp.challenging, item.observation))\n",
     ),
     Mutant(
+        "independent verification",
+        "caseboard/coordinator/item_rules.py",
+        "    if same_principal(runner, hyp.author):\n",
+        "    if False:\n",
+    ),
+    Mutant(
+        "exhausted means stopped",
+        "caseboard/coordinator/item_rules.py",
+        "    if c.reducer.stopped(c.state):\n",
+        "    if False:\n",
+    ),
+    Mutant(
+        "coverage rule (rule 1 of docs/rules-of-evidence.md)",
+        "caseboard/reducers/workspace_rules_v4/evolve.py",
+        '            if missing:\n                _unsettled(state, commit, "verification",',
+        '            if False:\n                _unsettled(state, commit, "verification",',
+    ),
+    Mutant(
         "refusal rollback",
         "caseboard/coordinator/decide.py",
         "draft, draft_commit = state.fork(), ",

@@ -145,7 +145,7 @@ def test_explain_tells_what_an_item_without_a_status_history_is(capsys: pytest.C
     work = run(capsys, "explain", "corpus/incident-042.jsonl", "certificate-check-006").splitlines()
     assert (
         work[0]
-        == "certificate-check-006 (work_request) in corpus/incident-042.jsonl (workspace-rules-v3): awaiting_result"
+        == "certificate-check-006 (work_request) in corpus/incident-042.jsonl (workspace-rules-v4): awaiting_result"
     )
     assert work[3] == "  v18 2026-03-02T14:06:20Z planner-1"
     obs = run(capsys, "explain", "corpus/incident-042.jsonl", "obs-failures-before-change").splitlines()

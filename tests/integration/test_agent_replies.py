@@ -309,3 +309,24 @@ def test_the_incident_policy_plays_a_planner_turn(rig: Rig) -> None:
     reading = Board(rig.app).read(WS, Role.PLANNER, 6000)
     reply = incident_policy([{"content": "You are planner-1, a planner in"}, {"content": reading.view.text}])
     assert [i["request_id"] for i in json.loads(reply.content or "")["items"]] == ["log-query-001", "change-query-002"]
+
+
+def test_a_judgment_records_the_revision_of_every_item_the_model_was_shown(rig: Rig) -> None:
+    """Issue 33, rule 7: questions and checks as well as observations, each at the version that recorded it,
+    and the coordinator (which checks each revision against the version shown) accepts the record."""
+    seen = {
+        "type": "observation",
+        "id": "o1",
+        "statement": "TLS handshake failures on payments-api-3",
+        "source": {"system": "auth-logs", "instance": "payments-api-3"},
+        "event_time": "2026-03-02T14:03:00Z",
+        "event_time_quality": "verified",
+    }
+    assert rig.submit("specialist-1", "specialist", [seen])["ok"]  # version 2
+    assert rig.submit("planner-1", "planner", [{"type": "question", "id": "q1", "text": "which hosts?"}])["ok"]
+    request = {"type": "work_request", "request_id": "w1", "kind": "certificate_check", "target": "payments-api-3"}
+    assert rig.submit("planner-1", "planner", [request])["ok"]  # version 4
+    take_turn(Board(rig.app), rig.participant(), turn(4))
+    (judgment,) = judgments_of(rig.commits()[-1])
+    assert judgment.input_workspace_version == 4
+    assert {ref: judgment.evidence_revisions.get(ref) for ref in ("o1", "q1", "w1")} == {"o1": 2, "q1": 3, "w1": 4}

@@ -18,7 +18,14 @@ coordinator answered, and the invariants judge it. After every step:
 - challenging evidence never removes support (a hypothesis's supports only grow);
 - a proposal is ``current`` only if no material change touching its dependencies came after its basis or its
   last retaining review (the oracle of tests/unit/test_review_property.py, which reads only the commits);
-- execution mode is ``read_only``.
+- execution mode is ``read_only``;
+- a verification that landed rests on a check neither its claim's author nor an author of the claim's support
+  ran (principals compared as ``same_principal`` does), as the ledger's own commits say (issue 33, rule 3);
+- no request or claim landed between a ``budget_exhausted`` and the next reopen, nor a status change back to
+  ``investigating`` (issue 33, rule 10);
+- an empty result proves nothing without its coverage (rule 1 of docs/rules-of-evidence.md): a hypothesis is
+  ``confirmed`` or ``refuted`` only as the last verification that settled it by the oracle's reading of
+  coverage (tests/oracles.py), and every verification that did not is listed as ``coverage_insufficient``.
 At the end of each run, a replay of the workspace's export equals the projection.
 """
 
@@ -48,12 +55,13 @@ from hypothesis.stateful import (
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import Reason, Refusal
+from caseboard.domain.principals import same_principal
 from caseboard.ledger import EventsourcingLedger, open_ledger
 from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
 from caseboard.replay.records import read_file
 from caseboard.replay.transfer import export
-from tests.oracles import material_versions, reviewed_against
+from tests.oracles import material_versions, reviewed_against, settled_verifications
 from tests.unit.board import T0, FakeClock, iso, open_item
 
 REASONS = {reason.value for reason in Reason}
@@ -62,7 +70,30 @@ HYP = ("h1", "h2")
 PROPOSALS = ("p1", "p2")
 REQUESTS = ("r1", "r2")
 SPECIALISTS = ("specialist-1", "specialist-2")
+CLAIMANTS = (*SPECIALISTS, "planner-1")  # a planner may run a check as a specialist, and then not verify on it
 PLANNERS = ("planner-1", "planner-2")
+QUERIES: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "covering": {
+        "time_range": [iso(T0 - timedelta(hours=1)), iso(T0 + timedelta(hours=3))],
+        "filters": {"service": "payments-api"},
+        "targets": ["auth-1"],
+        "completed": True,
+    },
+    "the day before": {
+        "time_range": [iso(T0 - timedelta(days=1)), iso(T0 - timedelta(hours=20))],
+        "filters": {"service": "payments-api"},
+        "targets": ["auth-1"],
+        "completed": True,
+    },
+    "no targets": {
+        "time_range": [iso(T0 - timedelta(hours=1)), iso(T0 + timedelta(hours=3))],
+        "filters": {"service": "payments-api"},
+        "targets": [],
+        "completed": True,
+    },
+}
+"""What a result's query covered: the evidence of the run (event times T0..T0+90 min), or less."""
 NUMBERS = itertools.count()
 ANY = None
 """An outcome the model leaves to the rules: any accepted commit or any known refusal."""
@@ -89,6 +120,7 @@ class Model:
     keyed: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     now: float = 0.0
     supports: dict[str, set[str]] = field(default_factory=dict)  # hypothesis -> supports seen last step
+    stopped: bool = False  # the budget was exhausted and no reopen came since
 
 
 class CoordinatorMachine(RuleBasedStateMachine):
@@ -320,19 +352,24 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @rule(data=st.data(), request_id=st.sampled_from(REQUESTS))
     def request_work(self, data: st.DataObject, request_id: str) -> None:
         item = {"type": "work_request", "request_id": request_id, "kind": "log_query", "target": "auth logs"}
-        expect = {Reason.DUPLICATE_ID.value} if request_id in self.model.requests else {"ok"}
+        if request_id in self.model.requests:
+            expect = {Reason.DUPLICATE_ID.value}
+        else:
+            expect = {Reason.LIMIT_EXCEEDED.value} if self.model.stopped else {"ok"}
         version, key = self.expectation(data)
         self.submit("planner", "planner-1", [item], expect, expected_version=version, key=key)
         if self.fresh:
             self.model.requests[request_id] = Request()
 
     @precondition(lambda self: self.model.requests)
-    @rule(data=st.data(), who=st.sampled_from(SPECIALISTS), lease_s=st.sampled_from([30, 30, 300]))
+    @rule(data=st.data(), who=st.sampled_from(CLAIMANTS), lease_s=st.sampled_from([30, 30, 300]))
     def claim(self, data: st.DataObject, who: str, lease_s: int) -> None:
         request_id = data.draw(st.sampled_from(sorted(self.model.requests)))
         request = self.model.requests[request_id]
         live = request.holder is not None and request.expires > self.model.now
-        if request.done or (live and request.holder == who):
+        if self.model.stopped:
+            expect = {Reason.LIMIT_EXCEEDED.value}
+        elif request.done or (live and request.holder == who):
             expect = {Reason.INVALID.value}
         elif live:
             expect = {Reason.LEASE_HELD.value}
@@ -350,7 +387,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.requests)
     @rule(
         data=st.data(),
-        who=st.sampled_from(SPECIALISTS),
+        who=st.sampled_from(CLAIMANTS),
         kind=st.sampled_from(["work_result", "work_renew"]),
         stale=st.booleans(),
     )
@@ -367,6 +404,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
         item: dict[str, Any] = {"type": kind, "request_id": request_id, "generation": generation}
         if kind == "work_result":
             item.update(status="completed", summary="query ran")
+            query = QUERIES[data.draw(st.sampled_from(sorted(QUERIES)))]
+            if query is not None:
+                item["query"] = query
         else:
             item["lease_s"] = 300
         version, key = self.expectation(data)
@@ -378,7 +418,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 request.expires = self.model.now + 300
 
     @precondition(lambda self: self.model.requests)
-    @rule(data=st.data(), who=st.sampled_from(SPECIALISTS))
+    @rule(data=st.data(), who=st.sampled_from(CLAIMANTS))
     def claim_after_a_lapse(self, data: st.DataObject, who: str) -> None:
         """The lease of whoever holds the request lapses; someone (perhaps the same specialist) claims it."""
         self.time_passes(400)
@@ -406,6 +446,106 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.submit("controller", "controller-1", [item], expect, expected_version=version, key=key)
         if self.fresh:
             request.holder = None
+
+    @precondition(lambda self: any(not r.done for r in self.model.requests.values()))
+    @rule(data=st.data(), who=st.sampled_from(["planner-1", "PLANNER-1", "specialist-2", "verifier-2"]))
+    def run_check(self, data: st.DataObject, who: str) -> None:
+        """A claimant claims a request and reports its result in one contribution, when nobody holds it."""
+        request_id = data.draw(st.sampled_from(sorted(r for r, q in self.model.requests.items() if not q.done)))
+        request = self.model.requests[request_id]
+        live = request.holder is not None and request.expires > self.model.now
+        if self.model.stopped:
+            expect = {Reason.LIMIT_EXCEEDED.value}
+        elif live:
+            expect = {Reason.INVALID.value} if same_principal(request.holder, who) else {Reason.LEASE_HELD.value}
+        else:
+            expect = {"ok"}
+        claim = {"type": "work_claim", "request_id": request_id, "lease_s": 300}
+        done = {"type": "work_result", "request_id": request_id, "generation": request.generation + 1}
+        done.update(status="completed", summary="no chain mismatch found")
+        self.submit("specialist", who, [claim, done], expect)
+        if self.fresh:
+            request.generation += 1
+            request.claims.append((who, request.generation))
+            request.holder, request.done = None, True
+
+    @precondition(lambda self: self.model.hypotheses and any(r.done for r in self.model.requests.values()))
+    @rule(
+        data=st.data(),
+        who=st.sampled_from(["verifier-1", "Planner-1", "VERIFIER-1"]),
+        outcome=st.sampled_from(["confirmed", "refuted", "inconclusive"]),
+    )
+    def verify_as(self, data: st.DataObject, who: str, outcome: str) -> None:
+        """A verifier (perhaps a planner's principal under another case) settles a hypothesis on a check; the
+        rules decide, and the invariant judges what landed."""
+        item = {
+            "type": "verification",
+            "claim": data.draw(st.sampled_from(sorted(self.model.hypotheses))),
+            "check": data.draw(st.sampled_from(sorted(r for r, q in self.model.requests.items() if q.done))),
+            "result": outcome,
+        }
+        self.submit("verifier", who, [item], ANY)
+
+    @rule(data=st.data(), to=st.sampled_from(["budget_exhausted", "human_review_required", "investigating"]))
+    def change_status(self, data: st.DataObject, to: str) -> None:
+        """The controller exhausts the budget or escalates; an operator sets the work going again."""
+        role = "operator" if to == "investigating" else "controller"
+        expect = {Reason.INVALID.value} if to == "investigating" and self.model.stopped else {"ok"}
+        item = {"type": "status", "to": to, "reason": "the machine says so"}
+        self.submit(role, f"{role}-1", [item], expect)
+        if self.fresh and to == "budget_exhausted":
+            self.model.stopped = True
+
+    @rule()
+    def reopen(self) -> None:
+        item = {"type": "reopen", "owner": "operator-2", "runtime_limits": {"max_investigation_cycles": 3}}
+        outcome = self.submit("operator", "operator-1", [item], {"ok"} if self.model.stopped else ANY)
+        if outcome["ok"]:
+            self.model.stopped = False
+
+    @precondition(lambda self: self.model.hypotheses and any(r.done for r in self.model.requests.values()))
+    @rule(data=st.data(), result=st.sampled_from(["confirmed", "refuted", "refuted", "inconclusive"]))
+    def verify(self, data: st.DataObject, result: str) -> None:
+        """A verifier settles a hypothesis on a finished check, whatever the check's query covered."""
+        self.verify_on(
+            data, data.draw(st.sampled_from(sorted(r for r, q in self.model.requests.items() if q.done))), result
+        )
+
+    def verify_on(self, data: st.DataObject, check: str, result: str) -> None:
+        item = {
+            "type": "verification",
+            "claim": data.draw(st.sampled_from(sorted(self.model.hypotheses))),
+            "check": check,
+            "result": result,
+        }
+        version, key = self.expectation(data)
+        self.submit("verifier", "verifier-1", [item], ANY, expected_version=version, key=key)
+
+    @precondition(lambda self: self.model.hypotheses)
+    @rule(data=st.data(), query=st.sampled_from(sorted(QUERIES)), result=st.sampled_from(["confirmed", "refuted"]))
+    def check_and_verify(self, data: st.DataObject, query: str, result: str) -> None:
+        """A check is requested, claimed and completed with a query that covers the evidence or less; a verifier
+        then settles a hypothesis on it. The check is run by a principal that authored no evidence
+        and no hypothesis, so that the verification is independent (rule 3)."""
+        request_id = f"chk-{len(self.history)}"
+        request = {"type": "work_request", "request_id": request_id, "kind": "log_check", "target": "auth logs"}
+        if not self.submit("planner", "planner-1", [request], ANY)["ok"]:
+            return
+        self.model.requests[request_id] = Request(done=True)  # never claimable by the other rules' model
+        self.submit(
+            "specialist", "specialist-3", [{"type": "work_claim", "request_id": request_id, "lease_s": 300}], {"ok"}
+        )
+        done: dict[str, Any] = {
+            "type": "work_result",
+            "request_id": request_id,
+            "generation": 1,
+            "status": "completed",
+            "summary": "nothing found",
+        }
+        if QUERIES[query] is not None:
+            done["query"] = QUERIES[query]
+        self.submit("specialist", "specialist-3", [done], {"ok"})
+        self.verify_on(data, request_id, result)
 
     @rule(seconds=st.sampled_from([10, 45, 45, 400]))
     def time_passes(self, seconds: int) -> None:
@@ -445,6 +585,38 @@ class CoordinatorMachine(RuleBasedStateMachine):
                         claims[item.request_id] = (None, generation)
 
     @invariant()
+    def verifications_are_independent_and_exhausted_means_stopped(self) -> None:
+        authors: dict[str, str] = {}  # hypothesis or observation -> its author
+        supports: dict[str, set[str]] = {}
+        runners: dict[str, str] = {}  # check -> the author of its result
+        stopped = False
+        for commit in self.commits():
+            who = commit.author.principal
+            for item in commit.items:
+                if item.type in ("observation", "hypothesis"):
+                    authors[item.id] = who
+                if item.type == "hypothesis":
+                    supports[item.id] = set(item.supporting_evidence)
+                elif item.type == "link" and item.relation == "supports":
+                    supports[item.hypothesis].add(item.observation)
+                elif item.type == "work_result":
+                    runners[item.request_id] = who
+                elif item.type == "verification":
+                    runner = runners.get(item.check)
+                    behind = [authors[item.claim], *(authors[ref] for ref in supports[item.claim])]
+                    assert not any(same_principal(runner, author) for author in behind), (
+                        f"{item.claim} verified at {commit.version} on {item.check}, run by {runner}: not independent"
+                    )
+                    assert not same_principal(who, authors[item.claim]), f"{who} verified its own {item.claim}"
+                elif item.type == "status":
+                    assert not (stopped and item.to.value == "investigating"), f"resumed at {commit.version}"
+                    stopped = stopped or item.to.value == "budget_exhausted"
+                elif item.type == "reopen":
+                    stopped = False
+                elif item.type in ("work_request", "work_claim"):
+                    assert not stopped, f"a {item.type} landed at {commit.version} after the budget was exhausted"
+
+    @invariant()
     def the_cache_equals_a_fresh_fold(self) -> None:
         cached = self.coordinator.workspaces.show(self.workspace)
         cold = Workspaces(self.ledger).show(self.workspace)
@@ -468,6 +640,25 @@ class CoordinatorMachine(RuleBasedStateMachine):
             earlier = self.model.supports.get(hypothesis["id"], set())
             assert earlier <= supports, f"{hypothesis['id']} lost support {earlier - supports}"
             self.model.supports[hypothesis["id"]] = supports
+
+    @invariant()
+    def a_claim_is_settled_only_on_a_check_that_covered_it(self) -> None:
+        projection = self.coordinator.workspaces.show(self.workspace)
+        commits = self.commits()
+        settled = settled_verifications(commits)
+        last = {claim: result for _, claim, result in settled}
+        for entry in projection["hypotheses"]:
+            if entry["status"] in ("confirmed", "refuted"):
+                assert last.get(entry["id"]) == entry["status"], f"{entry['id']} is {entry['status']}; {settled}"
+        settling = {version for version, _, _ in settled}
+        unsettled = {
+            commit.version
+            for commit in commits
+            for item in commit.items
+            if item.type == "verification" and item.result != "inconclusive" and commit.version not in settling
+        }
+        shown = {e["recorded_at_version"] for e in projection["coverage_insufficient"] if e["kind"] == "verification"}
+        assert shown == unsettled, f"coverage_insufficient at {sorted(shown)}, expected at {sorted(unsettled)}"
 
     def teardown(self) -> None:
         try:

@@ -145,7 +145,7 @@ def test_the_promotion_is_not_in_the_projection_and_every_released_reducer_folds
         name: get_reducer(name).render(
             get_reducer(name).fold(get_reducer(name).initial("ws-1"), board.ledger.read("ws-1"))
         )
-        for name in ("workspace-rules-v1", "workspace-rules-v2", "workspace-rules-v3")
+        for name in ("workspace-rules-v1", "workspace-rules-v2", "workspace-rules-v3", "workspace-rules-v4")
     }
     board.ok("operator", [promote("h-confirmed")])
     for name, rendered in before.items():

@@ -17,7 +17,12 @@ from tests.unit.board import T0, Board, claim, cycle, hyp, iso, judgment, obs, r
 
 LATER = T0 + timedelta(hours=2)
 """Past every turn timeout of the cycles the tests record."""
-WHOLE = {"time_range": [iso(T0), iso(T0 + timedelta(hours=1))], "targets": ["payments-api-1"], "completed": True}
+WHOLE = {
+    "time_range": [iso(T0), iso(T0 + timedelta(hours=1))],
+    "filters": {"service": "payments-api"},
+    "targets": ["payments-api-1"],
+    "completed": True,
+}
 PART = {**WHOLE, "completed": False}
 
 

@@ -85,7 +85,7 @@ def test_an_unknown_reducer_is_one_line_naming_the_registered_ones_plugins_inclu
     assert run.stdout == ""
     assert run.stderr.splitlines() == [
         "caseboard: unknown reducer 'acme-rules-v9'; known reducers: acme-rules-v4, workspace-rules-v1, "
-        "workspace-rules-v2, workspace-rules-v3"
+        "workspace-rules-v2, workspace-rules-v3, workspace-rules-v4"
     ]
     replay = caseboard(tmp_path, "replay", "--reducer", "nope", str(CORPUS / "incident-042.jsonl"))
     assert replay.returncode == 2 and len(replay.stderr.splitlines()) == 1 and "unknown reducer 'nope'" in replay.stderr
@@ -128,4 +128,4 @@ def test_the_registry_lists_without_importing_and_loads_on_first_use(tmp_path: P
         registry["lazy"]
     with pytest.raises(UnknownReducer, match="unknown reducer 'other'; known reducers: lazy"):
         registry.get_reducer("other")
-    assert get_reducer().name == "workspace-rules-v3"
+    assert get_reducer().name == "workspace-rules-v4"

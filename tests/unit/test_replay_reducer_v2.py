@@ -16,9 +16,9 @@ def statuses(name: str, version: int, reducer: str) -> dict[str, str]:
     return {p["id"]: p["status"] for p in replay_file(CORPUS / f"{name}.jsonl", version, reducer)["proposals"]}
 
 
-def test_every_version_is_registered_and_v3_is_current() -> None:
-    assert {V1, V2, "workspace-rules-v3"} <= REDUCERS.keys()
-    assert CURRENT == "workspace-rules-v3"
+def test_every_version_is_registered_and_v4_is_current() -> None:
+    assert {V1, V2, "workspace-rules-v3", "workspace-rules-v4"} <= REDUCERS.keys()
+    assert CURRENT == "workspace-rules-v4"
 
 
 def test_a_challenge_from_an_unverified_event_time_does_not_flag_the_accepted_plan_in_v2() -> None:

@@ -15,6 +15,7 @@ from tests.unit.board import (
     cycle,
     hyp,
     iso,
+    judgment,
     link,
     obs,
     open_item,
@@ -682,6 +683,136 @@ def test_a_confirmation_is_not_a_material_change() -> None:
     board.ok("verifier", [verification("hyp-1", "check-1", "confirmed")])
     assert board.hypothesis_status("hyp-1") == "confirmed"
     assert board.proposal_status("prop-1") == "current"
+
+
+def test_a_verifier_who_authored_the_claim_under_another_case_may_not_verify_it() -> None:
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    outcome = refused(board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")], "Planner-1")
+    assert outcome["field"] == "items[0].claim"
+
+
+def ran(board: Board, request_id: str, principal: str, role: str = "specialist", **fields: Any) -> None:
+    """``principal`` claims and completes ``request_id`` (requested here)."""
+    board.ok("planner", [work_request(request_id)])
+    board.ok(role, [claim(request_id), result(request_id, 1, **fields)], principal)
+
+
+RUNNERS = [
+    ("planner-1", "specialist", "run by 'planner-1', who authored 'hyp-1'"),  # the claim's author
+    ("PLANNER-1", "verifier", "run by 'PLANNER-1', who authored 'hyp-1'"),  # under another case
+    ("specialist-1", "specialist", "who recorded 'obs-1'"),  # the author of its support
+    ("Specialist-1", "verifier", "who recorded 'obs-1'"),
+]
+
+
+def test_a_check_run_by_the_claims_author_or_its_sources_cannot_verify_it() -> None:
+    for runner, role, why in RUNNERS:
+        board = opened()
+        supported_proposal(board)  # specialist-1's obs-1 supports planner-1's hyp-1
+        ran(board, "check-1", runner, role)
+        for outcome in ("confirmed", "refuted", "inconclusive"):
+            refusal = refused(board, "forbidden", "verifier", [verification("hyp-1", "check-1", outcome)])
+            assert refusal["field"] == "items[0].check" and why in refusal["message"], refusal
+        assert board.hypothesis_status("hyp-1") == "supported"
+
+
+def test_the_check_that_produced_a_claims_support_cannot_verify_it() -> None:
+    board = opened()
+    board.ok("planner", [hyp("hyp-1")])
+    ran(board, "query-1", "specialist-2", observation={k: v for k, v in obs("obs-2").items() if k != "type"})
+    board.ok("planner", [link("obs-2", "hyp-1")])
+    refusal = refused(board, "forbidden", "verifier", [verification("hyp-1", "query-1", "confirmed")])
+    assert refusal["field"] == "items[0].check" and "produced 'obs-2'" in refusal["message"]
+
+
+def test_a_check_run_by_the_source_of_a_summary_under_the_claim_cannot_verify_it() -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1")], "specialist-2")
+    board.ok("reporter", [obs("sum-1", derived_from=["obs-1"])])
+    board.ok("planner", [hyp("hyp-1", supporting_evidence=["sum-1"])])
+    ran(board, "check-1", "specialist-2")
+    refusal = refused(board, "forbidden", "verifier", [verification("hyp-1", "check-1", "confirmed")])
+    assert "who recorded 'obs-1'" in refusal["message"]
+
+
+def test_an_independent_check_settles_the_claim() -> None:
+    board = opened()
+    supported_proposal(board)
+    ran(board, "check-1", "verifier-2", "verifier")
+    board.ok("verifier", [verification("hyp-1", "check-1", "confirmed")])
+    assert board.hypothesis_status("hyp-1") == "confirmed"
+
+
+# -- a judgment's record
+
+
+@pytest.mark.parametrize(
+    ("shown", "revisions", "field", "why"),
+    [
+        (3, {"obs-1": 5}, "items[0].evidence_revisions.obs-1", "not at 5"),  # read after the version shown
+        (3, {"obs-1": 99}, "items[0].evidence_revisions.obs-1", "not at 99"),
+        (3, {"obs-2": 3}, "items[0].evidence_revisions.obs-2", "after version 3"),  # recorded after it
+        (4, {"obs-2": 3}, "items[0].evidence_revisions.obs-2", "recorded at version 4"),  # read before recorded
+        (4, {"obs-1": 2, "q-1": 2}, "items[0].evidence_revisions.q-1", "recorded at version 3"),
+        (6, {}, "items[0].input_workspace_version", "beyond"),
+    ],
+)
+def test_a_judgment_whose_record_disagrees_with_the_ledger_is_refused(
+    shown: int, revisions: dict[str, int], field: str, why: str
+) -> None:
+    board = opened()
+    board.ok("specialist", [obs("obs-1")])  # version 2
+    board.ok("planner", [question("q-1")])  # 3
+    board.ok("specialist", [obs("obs-2")])  # 4
+    item = {**judgment("j-1", shown), "evidence_revisions": revisions}
+    refusal = refused(board, "invalid", "planner", [item])
+    assert refusal["field"] == field and why in refusal["message"], refusal
+    board.ok("planner", [{**item, "input_workspace_version": 4, "evidence_revisions": {"obs-1": 4, "q-1": 3}}])
+
+
+# -- exhausted means stopped
+
+
+def test_after_the_budget_is_exhausted_nothing_is_claimed_or_requested_until_a_reopen() -> None:
+    board = opened()
+    board.ok("planner", [work_request("req-1")])
+    board.ok("controller", [status("budget_exhausted")])
+    refused(board, "limit_exceeded", "specialist", [claim("req-1")])
+    refused(board, "limit_exceeded", "verifier", [claim("req-1")])
+    refusal = refused(board, "invalid", "operator", [status("investigating")])
+    assert refusal["field"] == "items[0].to" and "reopen" in refusal["message"]
+    board.ok("controller", [status("human_review_required")])  # an escalation is not a resumption
+    refused(board, "invalid", "operator", [status("investigating")])
+    refused(board, "limit_exceeded", "specialist", [claim("req-1")])
+    refused(board, "limit_exceeded", "planner", [work_request("req-2")])
+    refused(board, "limit_exceeded", "controller", [cycle(1)])
+    board.ok("operator", [reopen("operator-2")])
+    board.ok("specialist", [claim("req-1")])
+    board.ok("planner", [work_request("req-2")])
+
+
+def test_a_reopen_renews_the_budget_with_at_least_one_cycle() -> None:
+    board = opened(max_investigation_cycles=0)
+    board.ok("controller", [status("budget_exhausted")])
+    refusal = refused(board, "invalid", "operator", [reopen("operator-2")])
+    assert refusal["field"] == "items[0].runtime_limits.max_investigation_cycles"
+    refused(board, "invalid", "operator", [reopen("operator-2", max_investigation_cycles=0)])
+    board.ok("operator", [reopen("operator-2", max_investigation_cycles=1)])
+    board.ok("controller", [cycle(1)])
+
+
+def test_a_verification_decided_on_a_version_not_reached_is_refused() -> None:
+    """Rule 4: the version a verification states it was decided on has been reached (as a review's)."""
+    board = opened()
+    supported_proposal(board)
+    checked(board)
+    ahead = {**verification("hyp-1", "check-1", "confirmed"), "based_on_workspace_version": board.head + 1}
+    outcome = refused(board, "invalid", "verifier", [ahead])
+    assert outcome["field"] == "items[0].based_on_workspace_version"
+    board.ok("verifier", [{**ahead, "based_on_workspace_version": board.head}])
+    assert board.hypothesis_status("hyp-1") == "confirmed"
 
 
 # -- freshness, constraints

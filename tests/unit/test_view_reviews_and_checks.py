@@ -148,3 +148,25 @@ def test_a_completed_rest_leaves_no_coverage_missing() -> None:
     board.ok("verifier", [result("chk-rest", 1, summary="chains identical", query=query)])
     _, after = controller_view(board)
     assert after.missing_coverage == () and after.requests == ()
+
+
+def test_a_verification_and_an_answer_on_a_check_without_coverage_are_shown_as_coverage_insufficient() -> None:
+    """Rule 1 of docs/rules-of-evidence.md in the model-facing view: the hypothesis's note names the
+    verification that settled nothing and what its check missed; the answer beside the open question says why
+    it did not close it."""
+    board = Board("coverage-1")
+    board.open()
+    board.ok("specialist", [obs("o1")])
+    board.ok("planner", [hyp("h", supporting_evidence=["o1"]), question("q", about="h")])
+    request = {"type": "work_request", "request_id": "chk", "kind": "certificate_check", "target": "the chain"}
+    board.ok("planner", [request])
+    board.ok("verifier", [claim("chk")])
+    board.ok("verifier", [result("chk", 1, query=None)])
+    board.ok("verifier", [{"type": "verification", "claim": "h", "check": "chk", "result": "refuted"}], "verifier-2")
+    board.ok("specialist", [answer("q", "chk")])
+    view = view_of(board)
+    assert entry(view, "h").provenance.status == "supported"
+    assert "coverage_insufficient: refuted by verifier-2 missing chk:query" in (entry(view, "h").note or "")
+    assert entry(view, f"q@{board.head}").provenance.status == (
+        "coverage_insufficient: missing chk:query, so the question stays open"
+    )

@@ -1,0 +1,179 @@
+"""Folding one commit (reducer workspace-rules-v4): v3's item rules, with v4's rules of evidence.
+
+Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-of-evidence.md):
+
+- rule 1, an empty result proves nothing without its coverage: a ``confirmed`` or ``refuted`` verification
+  settles its hypothesis only when the check it cites completed with a query that states a time range covering
+  the period the hypothesis is about, at least one target, its filters and ``completed: true`` (ADR 0132); an
+  answer citing checks settles its question only on such a check (or on an observation). Anything less is
+  recorded under ``unsettled`` with what the coverage is missing, and the claim stays as it was;
+- rule 4, a verification is a decision on a version: a verification that settles its hypothesis records the
+  version it was decided on (its ``based_on_workspace_version``, else the contribution's ``expected_version``,
+  else the version before it lands) under ``decided_on``; ``render.hypothesis_status`` reads it;
+- rule 11, restating the scope is not a change: a ``constraints`` item whose goal, scope and limits are the
+  ones the workspace already has changes nothing and is not material (it flags no proposal);
+- each observation's event time widens the workspace's incident window (``first_event_at``,
+  ``last_event_at``).
+
+Pure: nothing but the state and the commit. Each rule reads what the item touches (the check, the claim and
+the evidence under it), never the history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from itertools import chain
+
+from caseboard.domain import items as it
+from caseboard.domain.commit import Commit, Decision
+from caseboard.reducers.workspace_rules_v1.evolve import fold_commit
+from caseboard.reducers.workspace_rules_v3.evolve import apply_item as apply_item_v3
+from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4, slot
+
+NAME = "workspace-rules-v4"
+Window = tuple[datetime, datetime] | None
+
+
+def initial(workspace_id: str) -> WorkspaceStateV4:
+    return WorkspaceStateV4(workspace_id=workspace_id)
+
+
+def evolve(state: WorkspaceStateV4, commit: Commit) -> WorkspaceStateV4:
+    fold_commit(state, commit, apply_item)  # type: ignore[arg-type]
+    key = commit.idempotency_key
+    if key is not None and commit.digest is not None:  # fold_commit has just put it under the bare key
+        state.idempotency[slot(commit.author.principal, key)] = state.idempotency.pop(key)
+    return state
+
+
+def workspace_window(state: WorkspaceStateV4) -> Window:
+    """The event times of every observation so far (kept as they arrive), None before the first."""
+    if state.first_event_at is None or state.last_event_at is None:
+        return None
+    return state.first_event_at, state.last_event_at
+
+
+def window_of(state: WorkspaceStateV4, claim: str | None) -> Window:
+    """The period a claim is about (ADR 0132): the event times of the evidence a hypothesis rests on (its
+    supporting and challenging observations), or an observation's own event time; else the workspace's."""
+    hyp = state.hypotheses.get(claim) if claim is not None else None
+    if hyp is not None:
+        times = [state.observations[ref].event_time for ref in (*hyp.supporting, *hyp.challenging)]
+        if times:
+            return min(times), max(times)
+    obs = state.observations.get(claim) if claim is not None else None
+    if obs is not None:
+        return obs.event_time, obs.event_time
+    return workspace_window(state)
+
+
+def shortfall(state: WorkspaceStateV4, check: str, window: Window) -> tuple[str, ...]:
+    """What the coverage of ``check`` is missing to settle a claim about ``window``, as ``check:part``; empty
+    when it covers it: a completed check whose query states a time range covering the window, at least one
+    target, its filters and ``completed: true``."""
+    work = state.work.get(check)
+    rec = state.coverage.get(check)
+    if work is None or rec is None:
+        return (f"{check}:query",)
+    missing = []
+    if window is not None and (rec.time_range_start > window[0] or rec.time_range_end < window[1]):
+        missing.append("time_range")
+    if not rec.targets:
+        missing.append("targets")
+    if not rec.filters:
+        missing.append("filters")
+    if not rec.completed or work.status != "completed":
+        missing.append("completed")
+    return tuple(f"{check}:{part}" for part in missing)
+
+
+def decided_version(item: it.Verification, commit: Commit) -> int:
+    """The version a verification was decided on: its own field, else the contribution's expected version, else
+    the version it follows (what the verifier could have read)."""
+    return item.based_on_workspace_version or commit.expected_version or commit.version - 1
+
+
+def restates(state: WorkspaceStateV4, item: it.Constraints) -> bool:
+    """Whether a ``constraints`` item states only the goal, scope and limits the workspace already has."""
+    if item.goal is not None and item.goal != state.goal:
+        return False
+    if item.scope is not None and item.scope.model_dump() != state.scope:
+        return False
+    limits = item.runtime_limits.model_dump(exclude_none=True) if item.runtime_limits is not None else {}
+    return all(state.limits.get(name) == value for name, value in limits.items())
+
+
+def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
+    match item:
+        case it.Verification() if item.result != "inconclusive":
+            window = window_of(state, item.claim)
+            missing = shortfall(state, item.check, window)
+            if missing:
+                _unsettled(state, commit, "verification", item.claim, (item.check,), item.result, missing, window)
+                item = item.model_copy(update={"result": "inconclusive"})  # recorded, settles nothing
+            else:
+                state.decided_on[item.claim] = decided_version(item, commit)
+            apply_item_v3(state, commit, item, decision)
+        case it.Answer() if item.evidence and not any(ref in state.observations for ref in item.evidence):
+            question = state.questions[item.question]
+            window = window_of(state, question.about)
+            checks = tuple(ref for ref in item.evidence if ref in state.work)
+            gaps = [shortfall(state, ref, window) for ref in checks]
+            if all(gaps):
+                missing = tuple(chain.from_iterable(gaps))
+                _unsettled(state, commit, "answer", item.question, checks, item.text, missing, window)
+                apply_item_v3(state, commit, item.model_copy(update={"evidence": ()}), decision)  # kept, open
+                ref = f"{item.question}@{commit.version}"
+                state.unsupported_answers[ref] = replace(state.unsupported_answers[ref], evidence=item.evidence)
+            else:
+                apply_item_v3(state, commit, item, decision)
+        case it.Constraints() if restates(state, item):
+            before = state.constraints_version
+            apply_item_v3(state, commit, item, decision)  # the same goal, scope and limits: nothing moves
+            state.constraints_version = before
+        case it.Observation():
+            apply_item_v3(state, commit, item, decision)
+            _widen(state, item.event_time)
+        case it.WorkResult() if item.observation is not None:
+            apply_item_v3(state, commit, item, decision)
+            _widen(state, item.observation.event_time)
+        case _:
+            apply_item_v3(state, commit, item, decision)
+    _coordinator_facts(state, commit, item)
+
+
+def _coordinator_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item) -> None:
+    """What the coordinator reads of a v4 state (ADR 0135): who ran each check, and the stop of an exhausted
+    budget until a reopen."""
+    match item:
+        case it.WorkResult():
+            state.check_runners[item.request_id] = commit.author.principal
+        case it.StatusChange() if item.to.value == "budget_exhausted" and state.exhausted_at is None:
+            state.exhausted_at = commit.version
+        case it.Reopen():
+            state.exhausted_at = None
+
+
+def _widen(state: WorkspaceStateV4, moment: datetime) -> None:
+    if state.first_event_at is None or moment < state.first_event_at:
+        state.first_event_at = moment
+    if state.last_event_at is None or moment > state.last_event_at:
+        state.last_event_at = moment
+
+
+def _unsettled(
+    state: WorkspaceStateV4,
+    commit: Commit,
+    kind: str,
+    claim: str,
+    checks: tuple[str, ...],
+    result: str,
+    missing: tuple[str, ...],
+    window: Window,
+) -> None:
+    ref = f"{claim}@{commit.version}"
+    start, end = window if window is not None else (None, None)
+    state.unsettled[ref] = UnsettledRec(
+        ref, kind, claim, checks, result, commit.author.principal, commit.version, missing, start, end
+    )

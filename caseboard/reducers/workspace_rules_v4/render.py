@@ -1,0 +1,59 @@
+"""The projection rendered by workspace-rules-v4: v3's document, with v4's rules of evidence.
+
+- Rule 1: every verification or answer that settled nothing for want of coverage is listed under
+  ``coverage_insufficient`` (the claim, the checks, what each is missing, the period the claim is about), and
+  beside its hypothesis or question.
+- Rule 4: a confirmed hypothesis with a material change after the version its verification was decided on is
+  ``confirmed_before_challenge``, not ``confirmed``; each hypothesis shows ``verification_decided_on_version``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caseboard.reducers.workspace_rules_v1.render import iso
+from caseboard.reducers.workspace_rules_v1.state import HypothesisRec, WorkspaceState
+from caseboard.reducers.workspace_rules_v3.render import hypothesis_status as hypothesis_status_v3
+from caseboard.reducers.workspace_rules_v3.render import render as render_v3
+from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4
+
+
+def hypothesis_status(state: WorkspaceState, hyp: HypothesisRec) -> str:
+    """v3's status, except that a confirmation decided before a material change to the hypothesis (a challenge,
+    a refutation) is ``confirmed_before_challenge``: it needs a new verification."""
+    status = hypothesis_status_v3(state, hyp)
+    if status == "confirmed":
+        decided = getattr(state, "decided_on", {}).get(hyp.id, hyp.verified_version or 0)
+        if state.material.get(hyp.id, 0) > decided:
+            return "confirmed_before_challenge"
+    return status
+
+
+def unsettled(rec: UnsettledRec) -> dict[str, Any]:
+    return {
+        "kind": rec.kind,
+        "claim": rec.claim,
+        "checks": list(rec.checks),
+        "result": rec.result,
+        "author": rec.author,
+        "recorded_at_version": rec.version,
+        "missing": list(rec.missing),
+        "period": None if rec.window_start is None else [iso(rec.window_start), iso(rec.window_end)],
+    }
+
+
+def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
+    document = render_v3(state, reducer_version)
+    statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
+    for entry in document["selected_items"]["hypotheses"]:
+        entry["status"] = statuses[entry["id"]]
+    by_claim: dict[str, list[dict[str, Any]]] = {}
+    for rec in state.unsettled.values():
+        by_claim.setdefault(rec.claim, []).append(unsettled(rec))
+    for entry in document["hypotheses"]:
+        entry["status"] = statuses[entry["id"]]
+        entry["verification_decided_on_version"] = state.decided_on.get(entry["id"])
+    for entry in (*document["hypotheses"], *document["questions"]):
+        entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
+    document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
+    return document

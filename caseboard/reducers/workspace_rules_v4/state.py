@@ -1,0 +1,68 @@
+"""The state of reducer workspace-rules-v4: v3's state, with what v4 keeps beside it.
+
+- ``first_event_at`` / ``last_event_at``: the earliest and latest event time of the workspace's observations,
+  kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
+- ``decided_on``: for each hypothesis a verification settled, the version that verification was decided on
+  (rule 4: a material change to the hypothesis after it leaves a confirmation ``confirmed_before_challenge``);
+- ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
+  not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from caseboard.domain.principals import principal_key
+from caseboard.reducers.workspace_rules_v3.state import RECORDS as V3_RECORDS
+from caseboard.reducers.workspace_rules_v3.state import WorkspaceStateV3
+from caseboard.reducers.workspace_rules_v3.state import slot as slot_v3
+
+
+@dataclass(frozen=True, slots=True)
+class UnsettledRec:
+    """A verification (of a hypothesis) or an answer (to a question) that settled nothing: the checks it cited
+    did not cover the claim. ``missing`` holds ``check:part`` pairs (``query``, ``time_range``, ``targets``,
+    ``filters``, ``completed``); the window is the period the claim is about, when one is known."""
+
+    ref: str
+    kind: str
+    claim: str
+    checks: tuple[str, ...]
+    result: str
+    author: str
+    version: int
+    missing: tuple[str, ...]
+    window_start: datetime | None
+    window_end: datetime | None
+
+
+RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec}
+
+
+@dataclass(slots=True)
+class WorkspaceStateV4(WorkspaceStateV3):
+    exhausted_at: int | None = None
+    """The version that set ``budget_exhausted``, until a reopen: work stays stopped whatever status is set in
+    between (issue 33, rule 10; read by the coordinator through ``Reducer.stopped``)."""
+    first_event_at: datetime | None = None
+    last_event_at: datetime | None = None
+    unsettled: MutableMapping[str, UnsettledRec] = field(default_factory=dict)
+    check_runners: MutableMapping[str, str] = field(default_factory=dict)
+    """Who ran each check: the author of its result, by request id (issue 33, rule 3; read by the coordinator
+    through ``Reducer.check_runner``)."""
+    decided_on: MutableMapping[str, int] = field(default_factory=dict)
+
+    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on")
+
+
+def slot(principal: str, key: str) -> str:
+    """Where a principal's idempotency key lives: v3's slot, of the principal as principals are compared
+    (``principal_key``), so ``Planner-1`` retrying with ``planner-1``'s key gets its outcome. The stored digest
+    is unchanged: it is of the contribution as written."""
+    return slot_v3(principal_key(principal), key)
+
+
+__all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
