@@ -3,12 +3,16 @@
 - Rule 1: every verification or answer that settled nothing for want of coverage is listed under
   ``coverage_insufficient`` (the claim, the checks, what each is missing, the period the claim is about), and
   beside its hypothesis or question.
+- Rule 8: an observation whose event time ran ahead of its commit's is ``unverified`` with the flag
+  ``event_time_in_future``; a challenge resting only on such observations does not make a hypothesis
+  ``challenged``; observations at the same instant list each other under ``tied_with``.
 - Rule 4: a confirmed hypothesis with a material change after the version its verification was decided on is
   ``confirmed_before_challenge``, not ``confirmed``; each hypothesis shows ``verification_decided_on_version``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.render import iso
@@ -21,6 +25,9 @@ from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceS
 def hypothesis_status(state: WorkspaceState, hyp: HypothesisRec) -> str:
     """v3's status, except that a confirmation decided before a material change to the hypothesis (a challenge,
     a refutation) is ``confirmed_before_challenge``: it needs a new verification."""
+    future = getattr(state, "future_clock", {})
+    if hyp.challenging and all(ref in future for ref in hyp.challenging):  # rule 8: an order nobody can know
+        hyp = replace(hyp, challenging=())
     status = hypothesis_status_v3(state, hyp)
     if status == "confirmed":
         decided = getattr(state, "decided_on", {}).get(hyp.id, hyp.verified_version or 0)
@@ -56,4 +63,10 @@ def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     for entry in (*document["hypotheses"], *document["questions"]):
         entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
     document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
+    instants: dict[str, list[str]] = {}
+    for entry in document["observations"]:
+        instants.setdefault(entry["event_time"], []).append(entry["id"])
+    for entry in document["observations"]:
+        entry["event_time_flags"] = ["event_time_in_future"] if entry["id"] in state.future_clock else []
+        entry["tied_with"] = [ref for ref in instants[entry["event_time"]] if ref != entry["id"]]
     return document

@@ -4,6 +4,8 @@
   kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
 - ``decided_on``: for each hypothesis a verification settled, the version that verification was decided on
   (rule 4: a material change to the hypothesis after it leaves a confirmation ``confirmed_before_challenge``);
+- ``future_clock``: the observations whose event time is later than their commit's time by more than the skew
+  (rule 8), by id, with the version that recorded them: shown ``unverified`` with ``event_time_in_future``;
 - ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
   not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
 """
@@ -46,8 +48,9 @@ class WorkspaceStateV4(WorkspaceStateV3):
     last_event_at: datetime | None = None
     unsettled: MutableMapping[str, UnsettledRec] = field(default_factory=dict)
     decided_on: MutableMapping[str, int] = field(default_factory=dict)
+    future_clock: MutableMapping[str, int] = field(default_factory=dict)
 
-    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "decided_on")
+    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "decided_on", "future_clock")
 
 
 __all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
