@@ -14,15 +14,22 @@ from caseboard.domain.commit import Commit
 
 def material_versions(commits: list[Commit], depends_on: tuple[str, ...]) -> list[int]:
     """The versions that challenged, refuted (with a verification that settled, rule 1), revised or withdrew a
-    direct dependency, or changed the constraints (a restatement is no change, rule 11)."""
+    direct dependency, or changed the constraints (a restatement is no change, rule 11). A challenge by an
+    observation whose event time ran ahead of its commit (rule 8) is left out: it marks no order."""
     deps = set(depends_on)
     found: list[int] = []
     settling = {version for version, _, _ in settled_verifications(commits)}
     changing = constraint_changes(commits)
+    future = ahead_of_their_commits(commits)
     for commit in commits:
         for item in commit.items:
             touches = (
-                (item.type == "link" and item.relation == "challenges" and item.hypothesis in deps)
+                (
+                    item.type == "link"
+                    and item.relation == "challenges"
+                    and item.hypothesis in deps
+                    and item.observation not in future
+                )
                 or (
                     item.type == "verification"
                     and item.result == "refuted"
@@ -110,4 +117,21 @@ def constraint_changes(commits: list[Commit]) -> set[int]:
                 goal = item.goal if item.goal is not None else goal
                 scope = item.scope if item.scope is not None else scope
                 limits = {**limits, **new}
+    return found
+
+
+SKEW_S = 5
+"""Rule 8's skew, as docs/rules-of-evidence.md states it."""
+
+
+def ahead_of_their_commits(commits: list[Commit]) -> set[str]:
+    """The observations whose event time is later than the time of the commit recording them by more than the
+    skew (rule 8 of docs/rules-of-evidence.md)."""
+    found: set[str] = set()
+    for commit in commits:
+        for item in commit.items:
+            body = item if item.type == "observation" else getattr(item, "observation", None)
+            known = body is not None and item.type in ("observation", "work_result")
+            if known and (body.event_time - commit.at).total_seconds() > SKEW_S:
+                found.add(body.id)
     return found

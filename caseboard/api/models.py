@@ -163,6 +163,12 @@ class TimelineEntry(BaseModel):
     coverage: dict[str, Any] | None = Field(
         None, description="what that result's query covered: time_range, filters, targets, completed"
     )
+    tied_with: list[str] = Field(
+        default_factory=list, description="the observations at the same instant: a tie, not an order (reducer v4)"
+    )
+    event_time_flags: list[str] = Field(
+        default_factory=list, description="`event_time_in_future`: later than its commit by more than the skew"
+    )
 
 
 class Timeline(BaseModel):

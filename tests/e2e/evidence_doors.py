@@ -1,16 +1,21 @@
 """Playing a workspace's contributions through the real doors, for the rules of evidence
-(docs/rules-of-evidence.md): the command line in a subprocess (``caseboard submit``, ``caseboard show``) and
+(docs/rules-of-evidence.md): the command line (``caseboard submit``, ``caseboard show``) and
 the HTTP API of a running server. Each contribution carries its ``at`` (timestamps trusted), so that event
 times and commit times are the test's."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import caseboard, open_item
+import structlog
+
+from caseboard.cli.main import main
+from tests.conftest import open_item
 from tests.http_server import RunningServer
 
 T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
@@ -46,18 +51,29 @@ def observation(obs_id: str, minutes: float, **fields: Any) -> dict[str, Any]:
 
 
 def via_cli(tmp_path: Path, workspace: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Submit every step with ``caseboard submit --trust-timestamps`` and return ``caseboard show``'s JSON."""
+    """Submit every step with ``caseboard submit --trust-timestamps`` and return ``caseboard show``'s JSON: the
+    command line's own entry (``caseboard.cli.main.main``), in this process to spare a start-up per call."""
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     lines = tmp_path / f"{workspace}.jsonl"
     lines.write_text("".join(json.dumps({"workspace_id": workspace, **s}) + "\n" for s in steps))
-    submitted = caseboard("submit", workspace, "--file", str(lines), "--trust-timestamps", url=url)
-    assert submitted.returncode == 0, submitted.stderr
-    answers = [json.loads(line) for line in submitted.stdout.splitlines()]
-    assert all(answer["ok"] for answer in answers), answers
-    shown = caseboard("show", workspace, "--format", "json", url=url)
-    assert shown.returncode == 0, shown.stderr
-    projection: dict[str, Any] = json.loads(shown.stdout)
+    try:
+        code, out = command("--database-url", url, "submit", workspace, "--file", str(lines), "--trust-timestamps")
+        assert code == 0, out
+        answers = [json.loads(line) for line in out.splitlines()]
+        assert all(answer["ok"] for answer in answers), answers
+        code, out = command("--database-url", url, "show", workspace, "--format", "json")
+        assert code == 0, out
+    finally:
+        structlog.reset_defaults()  # the command line configured logging onto this test's stderr
+    projection: dict[str, Any] = json.loads(out)
     return projection
+
+
+def command(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(args))
+    return code, out.getvalue()
 
 
 def via_http(server: RunningServer, workspace: str, steps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,6 +12,10 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   else the version before it lands) under ``decided_on``; ``render.hypothesis_status`` reads it;
 - rule 11, restating the scope is not a change: a ``constraints`` item whose goal, scope and limits are the
   ones the workspace already has changes nothing and is not material (it flags no proposal);
+- rule 8, a clock that cannot be right is not verified: an observation whose event time is later than its
+  commit's time by more than ``CLOCK_SKEW`` is recorded ``unverified`` and listed under ``future_clock``
+  (ADR 0133); a challenge resting only on such observations is not a material change, and
+  ``render.hypothesis_status`` does not count it;
 - each observation's event time widens the workspace's incident window (``first_event_at``,
   ``last_event_at``).
 
@@ -22,8 +26,9 @@ the evidence under it), never the history.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import chain
+from typing import TypeVar
 
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit, Decision
@@ -32,6 +37,8 @@ from caseboard.reducers.workspace_rules_v3.evolve import apply_item as apply_ite
 from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4, slot
 
 NAME = "workspace-rules-v4"
+CLOCK_SKEW = timedelta(seconds=5)
+"""How far an event time may run ahead of its commit's time and still be believed (ADR 0133)."""
 Window = tuple[datetime, datetime] | None
 
 
@@ -133,11 +140,21 @@ def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision:
             apply_item_v3(state, commit, item, decision)  # the same goal, scope and limits: nothing moves
             state.constraints_version = before
         case it.Observation():
-            apply_item_v3(state, commit, item, decision)
+            apply_item_v3(state, commit, _believable(state, commit, item), decision)
             _widen(state, item.event_time)
         case it.WorkResult() if item.observation is not None:
-            apply_item_v3(state, commit, item, decision)
+            observation = _believable(state, commit, item.observation)
+            apply_item_v3(state, commit, item.model_copy(update={"observation": observation}), decision)
             _widen(state, item.observation.event_time)
+        case it.Link() if item.relation == "challenges" and item.observation in state.future_clock:
+            marked = state.material.get(item.hypothesis)
+            apply_item_v3(state, commit, item, decision)  # recorded and shown; no order it claims is known
+            _restore(state, item.hypothesis, marked)
+        case it.Hypothesis() if item.challenging_evidence and all(
+            ref in state.future_clock for ref in item.challenging_evidence
+        ):
+            apply_item_v3(state, commit, item, decision)
+            _restore(state, item.id, None)
         case _:
             apply_item_v3(state, commit, item, decision)
     _coordinator_facts(state, commit, item)
@@ -153,6 +170,26 @@ def _coordinator_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item) -
             state.exhausted_at = commit.version
         case it.Reopen():
             state.exhausted_at = None
+
+
+Body = TypeVar("Body", bound=it.ObservationBody)
+
+
+def _believable(state: WorkspaceStateV4, commit: Commit, body: Body) -> Body:
+    """``body`` as v4 records it: ``unverified`` when its event time is later than the commit's time by more
+    than the skew (the commit's own item is never changed: the ledger keeps what was submitted)."""
+    if body.event_time - commit.at <= CLOCK_SKEW:
+        return body
+    state.future_clock[body.id] = commit.version
+    return body.model_copy(update={"event_time_quality": "unverified"})
+
+
+def _restore(state: WorkspaceStateV4, ref: str, before: int | None) -> None:
+    """Put back the material mark of ``ref`` as it was before an item that changed no order the clocks know."""
+    if before is None and type(state.material) is dict:
+        state.material.pop(ref, None)
+    else:  # a fork (a ChainMap) cannot delete what its parent holds: 0 marks nothing
+        state.material[ref] = before or 0
 
 
 def _widen(state: WorkspaceStateV4, moment: datetime) -> None:

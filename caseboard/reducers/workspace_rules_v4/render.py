@@ -3,16 +3,24 @@
 - Rule 1: every verification or answer that settled nothing for want of coverage is listed under
   ``coverage_insufficient`` (the claim, the checks, what each is missing, the period the claim is about), and
   beside its hypothesis or question.
+- Rule 8: an observation whose event time ran ahead of its commit's is ``unverified`` with the flag
+  ``event_time_in_future``; a challenge resting only on such observations does not make a hypothesis
+  ``challenged``; observations at the same instant list each other under ``tied_with``.
+- Rule 10 (its projection side): once the budget is exhausted, ``status_detail.unresolved`` names every check
+  that failed, did not complete or timed out (a lease reclaimed), each with what it covered, and every
+  question still open, whatever the handoff text says.
 - Rule 4: a confirmed hypothesis with a material change after the version its verification was decided on is
   ``confirmed_before_challenge``, not ``confirmed``; each hypothesis shows ``verification_decided_on_version``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.render import iso
 from caseboard.reducers.workspace_rules_v1.state import HypothesisRec, WorkspaceState
+from caseboard.reducers.workspace_rules_v3.render import coverage
 from caseboard.reducers.workspace_rules_v3.render import hypothesis_status as hypothesis_status_v3
 from caseboard.reducers.workspace_rules_v3.render import render as render_v3
 from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4
@@ -21,6 +29,9 @@ from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceS
 def hypothesis_status(state: WorkspaceState, hyp: HypothesisRec) -> str:
     """v3's status, except that a confirmation decided before a material change to the hypothesis (a challenge,
     a refutation) is ``confirmed_before_challenge``: it needs a new verification."""
+    future = getattr(state, "future_clock", {})
+    if hyp.challenging and all(ref in future for ref in hyp.challenging):  # rule 8: an order nobody can know
+        hyp = replace(hyp, challenging=())
     status = hypothesis_status_v3(state, hyp)
     if status == "confirmed":
         decided = getattr(state, "decided_on", {}).get(hyp.id, hyp.verified_version or 0)
@@ -42,6 +53,27 @@ def unsettled(rec: UnsettledRec) -> dict[str, Any]:
     }
 
 
+def unresolved(state: WorkspaceStateV4) -> dict[str, Any]:
+    """What a person picking up an exhausted workspace must know: every check that failed, did not complete or
+    timed out (its lease reclaimed and no result since), with its coverage and last word, and every open
+    question."""
+    checks = [
+        {
+            "request_id": w.request_id,
+            "kind": w.kind,
+            "status": w.status if w.status in ("failed", "incomplete") else "timed_out",
+            "summary": w.result_summary if w.status in ("failed", "incomplete") else w.last_reclaim_reason,
+            "coverage": coverage(state.coverage.get(w.request_id)),
+        }
+        for w in state.work.values()
+        if w.status in ("failed", "incomplete") or (w.status in ("awaiting_result", "claimed") and w.reclaims)
+    ]
+    questions = [
+        {"id": q.id, "text": q.text, "about": q.about} for q in state.questions.values() if q.answered_version is None
+    ]
+    return {"checks": checks, "open_questions": questions}
+
+
 def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     document = render_v3(state, reducer_version)
     statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
@@ -56,4 +88,11 @@ def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     for entry in (*document["hypotheses"], *document["questions"]):
         entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
     document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
+    document["status_detail"]["unresolved"] = unresolved(state) if state.status == "budget_exhausted" else None
+    instants: dict[str, list[str]] = {}
+    for entry in document["observations"]:
+        instants.setdefault(entry["event_time"], []).append(entry["id"])
+    for entry in document["observations"]:
+        entry["event_time_flags"] = ["event_time_in_future"] if entry["id"] in state.future_clock else []
+        entry["tied_with"] = [ref for ref in instants[entry["event_time"]] if ref != entry["id"]]
     return document

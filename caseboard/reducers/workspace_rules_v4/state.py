@@ -4,6 +4,8 @@
   kept as they arrive: the workspace's incident window (ADR 0132), read in O(1);
 - ``decided_on``: for each hypothesis a verification settled, the version that verification was decided on
   (rule 4: a material change to the hypothesis after it leaves a confirmation ``confirmed_before_challenge``);
+- ``future_clock``: the observations whose event time is later than their commit's time by more than the skew
+  (rule 8), by id, with the version that recorded them: shown ``unverified`` with ``event_time_in_future``;
 - ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
   not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
 """
@@ -54,8 +56,11 @@ class WorkspaceStateV4(WorkspaceStateV3):
     """Who ran each check: the author of its result, by request id (issue 33, rule 3; read by the coordinator
     through ``Reducer.check_runner``)."""
     decided_on: MutableMapping[str, int] = field(default_factory=dict)
+    future_clock: MutableMapping[str, int] = field(default_factory=dict)
 
-    MAPPINGS: ClassVar[tuple[str, ...]] = (*WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on")
+    MAPPINGS: ClassVar[tuple[str, ...]] = (
+        *WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on", "future_clock",
+    )  # fmt: skip
 
 
 def slot(principal: str, key: str) -> str:
