@@ -9,7 +9,7 @@ controller decides on (docs/adr/0113).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 import dramatiq
@@ -39,12 +39,17 @@ def agent_host(
     *,
     with_controller: bool = False,
     turn_timeout_s: float = 60.0,
+    tenant: str | None = None,
+    tenant_of: Callable[[str], str | None] | None = None,
 ) -> ConsumerHost:
+    """``tenant``, ``tenant_of``: the one tenant the agent acts for, as ``ConsumerHost``'s (docs/adr/0157)."""
     controller = None
     if with_controller:
         controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
-    return ConsumerHost(store, app.coordinator(), participants, controller, kinds=kinds)
+    return ConsumerHost(
+        store, app.coordinator(), participants, controller, kinds=kinds, tenant=tenant, tenant_of=tenant_of
+    )
 
 
 def start_agent(

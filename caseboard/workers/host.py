@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -22,6 +22,7 @@ import structlog
 from caseboard.coordinator.service import Coordinator
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
+from caseboard.domain.workspace_key import tenant_part
 from caseboard.workers.controller import Controller
 from caseboard.workers.runtime import ContributionRefused, Participant, RetryBudgetSpent, act
 
@@ -57,8 +58,18 @@ class ConsumerHost:
         kinds: tuple[str, ...] = DEFAULT_KINDS,
         max_attempts: int = 5,
         test_hook: str | None = None,
+        tenant: str | None = None,
+        tenant_of: Callable[[str], str | None] | None = None,
     ) -> None:
-        """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``)."""
+        """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``).
+        ``tenant``: the one tenant whose workspaces this host acts on, ``tenant_of`` telling the tenant of a
+        workspace's key (``Workspaces.tenant_of``); None acts on every tenant's, an operator-wide process that
+        the command line runs only when told to (``--all-tenants``, docs/adr/0157)."""
+        if tenant is not None and tenant_of is None:
+            raise ValueError("a host of one tenant needs tenant_of to tell a workspace's tenant")
+        self.tenant = tenant
+        self._tenant_of = tenant_of
+        self._tenants: dict[str, str | None] = {}
         self.store = store
         self.test_hook = test_hook
         self.coordinator = coordinator
@@ -76,9 +87,29 @@ class ConsumerHost:
     def queues(self) -> list[str]:
         return [*FIXED_QUEUES, *(specialist_queue(kind) for kind in self.kinds)]
 
+    def serves(self, key: str) -> bool:
+        """Whether the workspace of ``key`` is of this host's tenant (every workspace when it has none). A
+        scoped key names its tenant; a bare key's is its opening's scope, read once (it never changes)."""
+        if self.tenant is None:
+            return True
+        tenant = tenant_part(key)
+        if tenant is None:
+            tenant = self._tenants.get(key)
+            if tenant is None:
+                assert self._tenant_of is not None
+                tenant = self._tenants[key] = self._tenant_of(key)
+        return tenant == self.tenant
+
     def handle(self, body: dict[str, Any]) -> None:
         notification = Notification.model_validate(body)
         consumer = notification.queue
+        if not self.serves(notification.workspace_id):
+            # neither begun nor finished: it stays unprocessed, and the dispatcher re-drives it to a
+            # consumer of its own tenant (docs/adr/0157)
+            log.info(
+                "notification_other_tenant", consumer=consumer, notification_id=notification.id, tenant=self.tenant
+            )
+            return
         begun = self.store.begin(consumer, notification.id)
         if begun.duplicate:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)

@@ -69,6 +69,8 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
                 "20",
                 "--tick",
                 "0.5",
+                "--tenant",
+                "tenant-a",
                 **model,
             ),
             cluster.spawn(
@@ -85,9 +87,11 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
                 "certificate_check",
                 "--threads",
                 "2",
+                "--tenant",
+                "tenant-a",
                 **model,
             ),
-            cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", **model),
+            cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", "--tenant", "tenant-a", **model),
         ]
         cluster.spawn("dispatch", "--poll", "0.1")
         ledger = open_ledger(url)
