@@ -52,6 +52,8 @@ class Context:
     at: datetime
     reducer: Reducer[WorkspaceState]
     citations: Citations | None
+    record: bool = False
+    """The state is an imported record (docs/adr/0158): a ``reopen`` opens it whatever its status."""
 
     @property
     def role(self) -> Role:
@@ -91,13 +93,14 @@ def check_item(
     at: datetime,
     reducer: Reducer[WorkspaceState],
     citations: Citations | None = None,
+    record: bool = False,
 ) -> Decision:
     role = contribution.author.role
     allowed = it.ROLES[item.type]
     if role not in allowed:
         names = ", ".join(sorted(allowed))
         refuse(Reason.FORBIDDEN, path, f"a {role.value} may not submit a {item.type!r} item (allowed: {names})")
-    return RULES[item.type](item, Context(state, contribution, path, at, reducer, citations))
+    return RULES[item.type](item, Context(state, contribution, path, at, reducer, citations, record))
 
 
 @rule(it.Open)
@@ -281,6 +284,8 @@ def _status(item: it.StatusChange, c: Context) -> Decision:
 
 @rule(it.Reopen)
 def _reopen(item: it.Reopen, c: Context) -> Decision:
+    if c.record:  # an imported record goes live again only this way, whatever its status (docs/adr/0158)
+        return {"from": c.state.status, "record": True}
     if c.state.status not in ("closed", "budget_exhausted"):
         refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {c.state.status}")
     return {"from": c.state.status}

@@ -105,7 +105,11 @@ class Coordinator:
                 return None
             try:
                 at = self._at(contribution)
-                result = decide(unit.state, contribution, at, self.workspaces.reducer, tenant_id=tenant_part(key))
+                state = unit.state
+                record = self.workspaces.is_record(key, state)
+                result = decide(
+                    state, contribution, at, self.workspaces.reducer, tenant_id=tenant_part(key), record=record
+                )
             except (Behind, Refusal):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
@@ -197,7 +201,9 @@ class Coordinator:
             try:
                 at = self._at(contribution)
                 tenant_id = tenant_part(unit.workspace_id)
-                return decide(state, contribution, at, self.workspaces.reducer, citations, tenant_id), citations
+                record = self.workspaces.is_record(unit.workspace_id, state)
+                decided = decide(state, contribution, at, self.workspaces.reducer, citations, tenant_id, record)
+                return decided, citations
             except Unresolved:
                 tenant = tenant_of(state)
                 if citations is not None or self.artifacts is None or tenant is None:

@@ -112,6 +112,7 @@ class Workspaces:
         self._snapshotted: dict[str, int] = {}
         self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
         self._locks: dict[str, threading.Lock] = {}
+        self._imported: dict[str, int | None] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
         self._located: dict[str, str] = {}  # bare id -> the one key it names, for operators (``locate``)
@@ -151,6 +152,19 @@ class Workspaces:
             self.catch_up(workspace_id)
             state = self.current(workspace_id)
             return state, read(state)
+
+    def is_record(self, key: str, state: WorkspaceState) -> bool:
+        """Whether ``state`` (of the workspace ``key``) is an imported record: its head is the version its
+        import ended at, so nothing but an operator's ``reopen`` has been committed since (docs/adr/0158). The
+        ledger is asked once per opened workspace and process: an import marks a workspace before its commits
+        land, so an opened workspace that has no mark never gets one."""
+        return state.opened and self.imported_head(key) == state.version
+
+    def imported_head(self, key: str) -> int | None:
+        """``Ledger.imported_head`` of an opened workspace, asked once per process (see ``is_record``)."""
+        if key not in self._imported:
+            self._imported[key] = self.ledger.imported_head(key)
+        return self._imported[key]
 
     def cached_tenant(self, workspace_id: str) -> str | None:
         """The tenant of the cached state of an opened workspace, without waiting; None when not cached."""

@@ -164,6 +164,11 @@ class ConsumerHost:
             )
             self._effect(tick, self.controller)
 
+    def _record(self, key: str) -> bool:
+        assert self.coordinator is not None
+        imported = self.coordinator.workspaces.imported_head(key)
+        return imported is not None and imported == self.coordinator.ledger.head(key)
+
     def _participant(self, notification: Notification) -> Participant | None:
         if notification.audience == "specialist":
             return self.participants.get(f"specialist:{notification.request_kind}")
@@ -172,6 +177,9 @@ class ConsumerHost:
         return self.participants.get(notification.audience)
 
     def _effect(self, notification: Notification, participant: Participant | None) -> None:
+        if self.coordinator is not None and self._record(notification.workspace_id):
+            log.info("notification_for_record", notification_id=notification.id)
+            return  # an imported record: nobody schedules or contributes until it is reopened (ADR 0158)
         with self._guard:
             self.workspaces.add(notification.workspace_id)
         if participant is None or self.coordinator is None:
