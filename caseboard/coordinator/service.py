@@ -100,6 +100,8 @@ class Coordinator:
         key = contribution.workspace_id if key is None else key  # else a thread finds it (``key_of``)
         if bare(key) != contribution.workspace_id or _opening(contribution) is not None:
             return None
+        if not self.workspaces.knows_record(key):
+            return None  # a thread asks the ledger once whether it is an imported record (ADR 0158)
         async with self.workspaces.writing_on_loop(key) as unit:
             if unit is None:
                 return None
@@ -175,6 +177,8 @@ class Coordinator:
                 if isinstance(result, Replayed):
                     return result.outcome
                 if unit.save(result):
+                    if opening is not None:
+                        self.workspaces.opened_here(key)
                     return self._landed(result, attempts=unit.saves)
         raise LedgerUnavailable(f"{key}: gave up after {MAX_ATTEMPTS} attempts under contention")
 

@@ -160,6 +160,14 @@ class Workspaces:
         land, so an opened workspace that has no mark never gets one."""
         return state.opened and self.imported_head(key) == state.version
 
+    def opened_here(self, key: str) -> None:
+        """This process opened ``key``: it was not imported (``is_record`` need not ask the ledger)."""
+        self._imported[key] = None
+
+    def knows_record(self, key: str) -> bool:
+        """Whether ``is_record`` can answer for ``key`` without asking the ledger (for the event loop)."""
+        return key in self._imported
+
     def imported_head(self, key: str) -> int | None:
         """``Ledger.imported_head`` of an opened workspace, asked once per process (see ``is_record``)."""
         if key not in self._imported:
