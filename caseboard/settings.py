@@ -43,6 +43,9 @@ class Settings:
     model_calls_per_cycle: int = 12
     """A workspace's model budget: this many calls, and ``model_tokens_per_cycle`` tokens, per investigation cycle."""
     model_tokens_per_cycle: int = 40_000
+    stall_after_s: int = 900
+    """A workspace in which no participant has contributed for this long escalates to ``human_review_required``
+    with a handoff saying what stalled (``CASEBOARD_STALL_AFTER_S``; the controller's, docs/adr/0159)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +70,7 @@ class Settings:
             model_retries=_int(env, "CASEBOARD_MODEL_RETRIES", 2),
             model_calls_per_cycle=_int(env, "CASEBOARD_MODEL_CALLS_PER_CYCLE", 12),
             model_tokens_per_cycle=_int(env, "CASEBOARD_MODEL_TOKENS_PER_CYCLE", 40_000),
+            stall_after_s=_int(env, "CASEBOARD_STALL_AFTER_S", 900),
         )
         settings.validate()
         return settings

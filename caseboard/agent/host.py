@@ -45,7 +45,12 @@ def agent_host(
     """``tenant``, ``tenant_of``: the one tenant the agent acts for, as ``ConsumerHost``'s (docs/adr/0157)."""
     controller = None
     if with_controller:
-        controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+        controller = Controller(
+            app.ledger,
+            clock=lambda: datetime.now(UTC),
+            turn_timeout_s=turn_timeout_s,
+            stall_after_s=app.settings.stall_after_s,
+        )
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
     return ConsumerHost(
         store, app.coordinator(), participants, controller, kinds=kinds, tenant=tenant, tenant_of=tenant_of

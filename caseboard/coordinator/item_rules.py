@@ -223,6 +223,8 @@ def _work_result(item: it.WorkResult, c: Context) -> Decision:
 @rule(it.WorkReclaim)
 def _work_reclaim(item: it.WorkReclaim, c: Context) -> Decision:
     request = _request(c.state, item.request_id, f"{c.path}.request_id")
+    if request.status == "awaiting_result" and request.holder is None:
+        return {"unclaimed": True}  # nobody took it in time: announced again, with its reason (docs/adr/0159)
     if request.status != "claimed":
         refuse(
             Reason.INVALID,

@@ -59,7 +59,12 @@ def build_host(
     if passive:
         return ConsumerHost(store, None, {}, kinds=kinds, **scope)
     cast = load_participants(participants, kinds)
-    controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+    controller = Controller(
+        app.ledger,
+        clock=lambda: datetime.now(UTC),
+        turn_timeout_s=turn_timeout_s,
+        stall_after_s=app.settings.stall_after_s,
+    )
     return ConsumerHost(
         store, app.coordinator(), cast, controller, kinds=kinds, test_hook=app.settings.worker_test_hook, **scope
     )
