@@ -4,7 +4,7 @@ The consumer side is the workers' own (``ConsumerHost``: at most once per consum
 attempts counted in the database); only the queues differ. An agent declares the queues of its role
 (``caseboard.planner``, ``caseboard.verifier``, ``caseboard.reporter`` or ``caseboard.specialist.<kind>``),
 so it never takes another role's notifications, and, with ``--with-controller``, the snapshot queue the
-controller decides on (docs/adr/0113).
+controller decides on (docs/adr/0113) and the history queue (docs/adr/0160).
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ def role_queues(participants: Mapping[str, Participant], with_controller: bool) 
     for audience in participants:
         kind = audience.partition(":")[2]
         queues.append(specialist_queue(kind) if kind else f"caseboard.{audience}")
-    return [*queues, *(["caseboard.snapshot"] if with_controller else [])]
+    # the controller's process also takes in the history queue: in an agents' topology nobody else consumes it,
+    # and a routed queue without a consumer is re-driven forever (docs/adr/0160)
+    return [*queues, *(["caseboard.snapshot", "caseboard.history"] if with_controller else [])]
 
 
 def agent_host(
