@@ -23,6 +23,7 @@ from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
+from caseboard.keys.model import ApiKey
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server.catalog import Catalog
 from caseboard.mcp_server.refusals import refusal
@@ -41,6 +42,20 @@ def body_of(response: Response) -> dict[str, Any]:
 
 def whoami(svc: Services, who: Caller, _: a.NoArguments) -> dict[str, Any]:
     return {"ok": True, **routes_read.whoami(who).model_dump(mode="json")}
+
+
+def identity(key: ApiKey) -> dict[str, Any]:
+    """``whoami`` for a key that holds several roles and names none: its principal, tenant and every role; it
+    acts in none until ``X-Caseboard-Role`` names one."""
+    roles = [role.value for role in key.roles]
+    return {
+        "ok": True,
+        "key_id": key.key_id,
+        "principal": key.principal,
+        "role": None,
+        "roles": roles,
+        "tenant_id": key.tenant_id,
+    }
 
 
 def list_workspaces(svc: Services, who: Caller, args: a.ListWorkspaces, catalog: Catalog) -> dict[str, Any]:

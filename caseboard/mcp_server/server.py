@@ -62,7 +62,7 @@ from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server import operations as op
 from caseboard.mcp_server.catalog import Catalog
-from caseboard.mcp_server.identity import Credentials, caller, from_headers
+from caseboard.mcp_server.identity import Credentials, authenticate, caller, from_headers
 from caseboard.mcp_server.refusals import refusal, structured
 
 Operation = Callable[[Services, Caller, Any], dict[str, Any]]
@@ -109,6 +109,11 @@ def _request() -> Request:
 async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> dict[str, Any]:
     """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake."""
     try:
+        if spec.name == "whoami" and credentials.role is None:
+            key = await authenticate(svc, credentials.token)
+            if len(key.roles) > 1:  # who a key is, whatever role it would act in: no role to choose
+                parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
+                return op.identity(key)
         who = await caller(svc, credentials)
         args = parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
         if spec.on_loop is not None:
