@@ -166,17 +166,22 @@ async def submit_on_loop(svc: Services, who: Caller, args: a.Submit) -> dict[str
     return None if outcome is None else routes_write.answer_of(svc, who, outcome)
 
 
+def _counted(svc: Services, body: dict[str, Any]) -> dict[str, Any]:
+    """A refusal of ``submit`` made here, counted once in ``caseboard_refusals_total``."""
+    svc.metrics.outcome(body)
+    return body
+
+
 def submit(svc: Services, who: Caller, args: a.Submit) -> dict[str, Any]:
     """One contribution, authored by the key: an ``open`` item takes the HTTP API's open route (the tenant
     must be the key's), anything else its submit route (the workspace must be visible)."""
     first = args.items[0]
     if isinstance(first, it.Open):
         if len(args.items) > 1:
-            return refusal(Reason.INVALID, "items: an 'open' item is submitted alone", field="items[1]")
+            return _counted(svc, refusal(Reason.INVALID, "items: an 'open' item is submitted alone", field="items[1]"))
         if args.expected_version is not None:
-            return refusal(
-                Reason.INVALID, "expected_version: an 'open' item has no version to expect", field="expected_version"
-            )
+            message = "expected_version: an 'open' item has no version to expect"
+            return _counted(svc, refusal(Reason.INVALID, message, field="expected_version"))
         request = OpenWorkspaceRequest(
             workspace_id=args.workspace_id,
             scope=first.scope,

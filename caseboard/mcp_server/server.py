@@ -107,7 +107,25 @@ def _request() -> Request:
 
 
 async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> dict[str, Any]:
-    """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake."""
+    """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake. A
+    refusal of ``submit`` raised before the coordinator answered is counted here, once (the coordinator's own
+    by ``answer_of``)."""
+    try:
+        return await _answer(svc, credentials, spec, raw)
+    except _Raised as raised:
+        if spec.name == "submit":
+            svc.metrics.outcome(raised.body)
+        return raised.body
+
+
+class _Raised(Exception):
+    """A refusal raised before the coordinator answered, as the tool's body."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+
+async def _answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> dict[str, Any]:
     try:
         if spec.name == "whoami" and credentials.role is None:
             key = await authenticate(svc, credentials.token)
@@ -122,12 +140,12 @@ async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: A
                 return done
         return await anyio.to_thread.run_sync(spec.operation, svc, who, args)
     except Refusal as refused:
-        return refused.outcome().as_json()
+        raise _Raised(refused.outcome().as_json()) from None
     except ApiError as error:
-        return {**error.body}
+        raise _Raised({**error.body}) from None
     except CaseboardError as error:
         response = await on_caseboard_error(_request(), error)
-        return op.body_of(response)
+        raise _Raised(op.body_of(response)) from None
 
 
 def tool_result(body: dict[str, Any], text: str | None = None) -> CallToolResult:
