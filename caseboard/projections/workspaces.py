@@ -37,6 +37,8 @@ log = structlog.get_logger("caseboard.projections")
 CONTENDED_S = 10.0
 """How long after another process's writer took a version first this process's event loop leaves that
 workspace's commits to threads (``writing_on_loop``): a race lost on the loop is decided again on a thread."""
+LOCATE_WAIT_S = 30.0
+"""How long ``locate`` waits for a workspace this process is writing (the command line's: it rarely does)."""
 
 T = TypeVar("T")
 
@@ -233,8 +235,13 @@ class Workspaces:
         reading it finds an unknown workspace. A bare name found in one tenant is remembered, so a process
         that submits under it asks the ledger once; a second tenant's opening of that id seen by this process
         makes it ambiguous again, one made by another process is not seen (name ``<tenant>/<id>`` to be
-        exact: docs/adr/0130)."""
-        if tenant_part(name) is not None or self.cached_tenant(name) is not None:
+        exact: docs/adr/0130). ``<tenant>/<id>`` names what that tenant's keys see by that id over HTTP
+        (``resolve``): the tenant's own workspace, else one of the operator's namespace in that tenant (a schema 1
+        export imported under its bare id)."""
+        tenant = tenant_part(name)
+        if tenant is not None:  # as a tenant's key sees it: its own, else the operator's in that tenant
+            return self.resolve(tenant, name.rpartition("/")[2], LOCATE_WAIT_S) or name
+        if self.cached_tenant(name) is not None:
             return name
         known = self._located.get(name)
         if known is not None:
