@@ -184,7 +184,7 @@ def submit(svc: Services, who: Caller, args: a.Submit) -> dict[str, Any]:
             return _counted(svc, refusal(Reason.INVALID, message, field="expected_version"))
         request = OpenWorkspaceRequest(
             workspace_id=args.workspace_id,
-            scope=first.scope,
+            scope=first.scope.model_dump(),
             goal=first.goal,
             runtime_limits=first.runtime_limits,
             execution_mode=first.execution_mode,
