@@ -110,42 +110,34 @@ async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: A
     """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake. A
     refusal of ``submit`` raised before the coordinator answered is counted here, once (the coordinator's own
     by ``answer_of``)."""
-    try:
-        return await _answer(svc, credentials, spec, raw)
-    except _Raised as raised:
-        if spec.name == "submit":
-            svc.metrics.outcome(raised.body)
-        return raised.body
+    body, raised = await _answer(svc, credentials, spec, raw)
+    if raised and spec.name == "submit":
+        svc.metrics.outcome(body)
+    return body
 
 
-class _Raised(Exception):
-    """A refusal raised before the coordinator answered, as the tool's body."""
-
-    def __init__(self, body: dict[str, Any]) -> None:
-        self.body = body
-
-
-async def _answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> dict[str, Any]:
+async def _answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> tuple[dict[str, Any], bool]:
+    """The tool's body, and whether it is a refusal raised before the coordinator answered."""
     try:
         if spec.name == "whoami" and credentials.role is None:
             key = await authenticate(svc, credentials.token)
             if len(key.roles) > 1:  # who a key is, whatever role it would act in: no role to choose
                 parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
-                return op.identity(key)
+                return op.identity(key), False
         who = await caller(svc, credentials)
         args = parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
         if spec.on_loop is not None:
             done = await spec.on_loop(svc, who, args)
             if done is not None:
-                return done
-        return await anyio.to_thread.run_sync(spec.operation, svc, who, args)
+                return done, False
+        return await anyio.to_thread.run_sync(spec.operation, svc, who, args), False
     except Refusal as refused:
-        raise _Raised(refused.outcome().as_json()) from None
+        return refused.outcome().as_json(), True
     except ApiError as error:
-        raise _Raised({**error.body}) from None
+        return {**error.body}, True
     except CaseboardError as error:
         response = await on_caseboard_error(_request(), error)
-        raise _Raised(op.body_of(response)) from None
+        return op.body_of(response), True
 
 
 def tool_result(body: dict[str, Any], text: str | None = None) -> CallToolResult:
