@@ -29,8 +29,8 @@ run: $(STAMP) ## tell the incident-042 story on a fresh embedded ledger; on a te
 
 demo: run ## same as run
 
-serve: $(STAMP) ## serve the HTTP API on 127.0.0.1:8000 with incident-042 loaded and demo keys printed
-	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo
+serve: $(STAMP) ## serve the HTTP API on 127.0.0.1:8000 (PORT=...) with incident-042 loaded and demo keys printed
+	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo $(if $(PORT),--port $(PORT))
 
 live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller and scripted workers
 	rm -rf .caseboard/live

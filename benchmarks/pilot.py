@@ -150,8 +150,8 @@ def handoff_latency(ctx: BenchContext, handoffs: int) -> list[float]:
         coordinator = app.coordinator()
         _submit(coordinator, "bench/ws-warm", "op", "operator", _open("bench"))  # the schema exists before they start
         processes = [
-            subprocess.Popen([sys.executable, "-m", "caseboard", command], env=env, stdout=subprocess.DEVNULL)
-            for command in ("worker", "dispatch")
+            subprocess.Popen([sys.executable, "-m", "caseboard", *command], env=env, stdout=subprocess.DEVNULL)
+            for command in (("worker", "--tenant", "bench"), ("dispatch",))
         ]
         try:
             warm = _submit(coordinator, "bench/ws-warm", "op", "operator", ESCALATE)

@@ -152,10 +152,16 @@ class Caseboard:
         an ``end`` event (yielded last: its ``next_after`` is where to resume)."""
         params = {"after": after, "timeout_s": timeout_s}
         timeout = httpx.Timeout(self.http.timeout.connect, read=timeout_s + 30)
+        try:
+            yield from self._events(workspace_id, params, timeout)
+        except httpx.TransportError as error:
+            raise LedgerUnavailable(f"the event stream of {workspace_id} failed: {error}") from error
+
+    def _events(self, workspace_id: str, params: Json, timeout: httpx.Timeout) -> Iterator[Event]:
         with self.http.stream("GET", f"/workspaces/{workspace_id}/events", params=params, timeout=timeout) as answer:
             if answer.status_code >= 400:
                 answer.read()
-                raise error_of(answer.json(), workspace_id=workspace_id)
+                _outcome(answer, None, workspace_id)
             kind, ident, data = "message", None, list[str]()
             for line in answer.iter_lines():
                 if line == "":
@@ -232,19 +238,25 @@ class Caseboard:
     # transport
 
     def _get(self, path: str, **params: Any) -> Json:
-        answer = self.http.get(path, params={k: v for k, v in params.items() if v is not None})
-        body: Json = answer.json()
-        if answer.status_code >= 400:
-            raise error_of(body, workspace_id=_workspace_of(path))
-        return body
+        """GET, sent again while no answer arrives, as ``_post`` (a read changes nothing)."""
+        query = {k: v for k, v in params.items() if v is not None}
+        return self._answer(lambda: self.http.get(path, params=query), path, expected=None)
 
     def _post(self, path: str, body: Json, *, expected: int | None) -> Json:
         """POST until an answer arrives (the same body, so the same idempotency key), for ``retry_for_s``."""
+        return self._answer(lambda: self.http.post(path, json=body), path, expected, body.get("workspace_id", ""))
+
+    def _answer(
+        self, send: Callable[[], httpx.Response], path: str, expected: int | None, workspace_id: str = ""
+    ) -> Json:
+        """``send`` until an answer arrives, for ``retry_for_s``; every method's failures are the project's
+        errors: a refusal as ``error_of`` makes it, no answer (or one that is not caseboard's) as
+        ``LedgerUnavailable``."""
         deadline = time.monotonic() + self.retry_for_s
         pause = 0.05
         while True:
             try:
-                answer = self.http.post(path, json=body)
+                answer = send()
             except httpx.TransportError as error:
                 if time.monotonic() + pause > deadline:
                     raise LedgerUnavailable(f"no answer from the server for {self.retry_for_s:g} s: {error}") from error
@@ -255,12 +267,17 @@ class Caseboard:
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
                 continue
-            outcome: Json = answer.json()
-            if answer.status_code >= 400:
-                raise error_of(
-                    outcome, expected=expected, workspace_id=_workspace_of(path) or body.get("workspace_id", "")
-                )
-            return outcome
+            return _outcome(answer, expected, _workspace_of(path) or workspace_id)
+
+
+def _outcome(answer: httpx.Response, expected: int | None, workspace_id: str) -> Json:
+    try:
+        outcome: Json = answer.json()
+    except ValueError:
+        raise LedgerUnavailable(f"the server answered {answer.status_code} without a JSON body") from None
+    if answer.status_code >= 400:
+        raise error_of(outcome, expected=expected, workspace_id=workspace_id)
+    return outcome
 
 
 def _workspace_of(path: str) -> str:

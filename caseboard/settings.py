@@ -58,6 +58,9 @@ class Settings:
     snapshot_key: str | None = None
     """The key snapshots are signed with (``CASEBOARD_SNAPSHOT_KEY``, ADR 0142): with it, a snapshot written to the
     database by anyone without it is not used. Every process of a deployment needs the same one."""
+    stall_after_s: int = 900
+    """A workspace in which no participant has contributed for this long escalates to ``human_review_required``
+    with a handoff saying what stalled (``CASEBOARD_STALL_AFTER_S``; the controller's, docs/adr/0159)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -87,6 +90,7 @@ class Settings:
             chain_recheck_s=_int(env, "CASEBOARD_CHAIN_RECHECK_S", 300),
             metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
             snapshot_key=env.get("CASEBOARD_SNAPSHOT_KEY") or None,
+            stall_after_s=_int(env, "CASEBOARD_STALL_AFTER_S", 900),
         )
         settings.validate()
         return settings

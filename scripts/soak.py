@@ -228,7 +228,10 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
             stdout=(folder / f"{name}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
-        for name, command in (("dispatch", ["dispatch", "--redrive-after", "10"]), ("worker", ["worker", "--passive"]))
+        for name, command in (
+            ("dispatch", ["dispatch", "--redrive-after", "10"]),
+            ("worker", ["worker", "--passive", "--all-tenants"]),
+        )
     }
 
     CHILDREN.extend(helpers.values())

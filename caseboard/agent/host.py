@@ -4,12 +4,12 @@ The consumer side is the workers' own (``ConsumerHost``: at most once per consum
 attempts counted in the database); only the queues differ. An agent declares the queues of its role
 (``caseboard.planner``, ``caseboard.verifier``, ``caseboard.reporter`` or ``caseboard.specialist.<kind>``),
 so it never takes another role's notifications, and, with ``--with-controller``, the snapshot queue the
-controller decides on (docs/adr/0113).
+controller decides on (docs/adr/0113) and the history queue (docs/adr/0160).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 import dramatiq
@@ -29,7 +29,9 @@ def role_queues(participants: Mapping[str, Participant], with_controller: bool) 
     for audience in participants:
         kind = audience.partition(":")[2]
         queues.append(specialist_queue(kind) if kind else f"caseboard.{audience}")
-    return [*queues, *(["caseboard.snapshot"] if with_controller else [])]
+    # the controller's process also takes in the history queue: in an agents' topology nobody else consumes it,
+    # and a routed queue without a consumer is re-driven forever (docs/adr/0160)
+    return [*queues, *(["caseboard.snapshot", "caseboard.history"] if with_controller else [])]
 
 
 def agent_host(
@@ -39,12 +41,22 @@ def agent_host(
     *,
     with_controller: bool = False,
     turn_timeout_s: float = 60.0,
+    tenant: str | None = None,
+    tenant_of: Callable[[str], str | None] | None = None,
 ) -> ConsumerHost:
+    """``tenant``, ``tenant_of``: the one tenant the agent acts for, as ``ConsumerHost``'s (docs/adr/0157)."""
     controller = None
     if with_controller:
-        controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+        controller = Controller(
+            app.ledger,
+            clock=lambda: datetime.now(UTC),
+            turn_timeout_s=turn_timeout_s,
+            stall_after_s=app.settings.stall_after_s,
+        )
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
-    return ConsumerHost(store, app.coordinator(), participants, controller, kinds=kinds)
+    return ConsumerHost(
+        store, app.coordinator(), participants, controller, kinds=kinds, tenant=tenant, tenant_of=tenant_of
+    )
 
 
 def start_agent(

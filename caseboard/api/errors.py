@@ -19,6 +19,7 @@ A body over the size limit is ``invalid`` with 413 (docs/adr/0045).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import structlog
@@ -168,9 +169,26 @@ async def on_internal_error(request: Request, error: Exception) -> JSONResponse:
     return INTERNAL_ERROR
 
 
+SUBMISSION_ROUTES = frozenset({"/workspaces", "/workspaces/{workspace_id}/contributions"})
+"""The routes whose refusals ``caseboard_refusals_total`` counts: a contribution's (an opening's included)."""
+
+
+def counted(request: Request, response: JSONResponse) -> JSONResponse:
+    """``response``, a refusal of a submission counted once by its reason where it is answered (the
+    coordinator's own refusals are counted by ``routes_write.answer_of``, the fast path's by itself)."""
+    scope = getattr(request, "scope", None) or {}  # a handler may be called without a request (in-process)
+    route = getattr(scope.get("route"), "path", None)
+    if scope.get("method") != "POST" or route not in SUBMISSION_ROUTES:  # the fast path counts its own
+        return response
+    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+    if services is not None:
+        services.metrics.outcome(json.loads(bytes(response.body)))
+    return response
+
+
 async def on_api_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ApiError)
-    return JSONResponse(error.body, status_code=error.status, headers=error.headers)
+    return counted(request, JSONResponse(error.body, status_code=error.status, headers=error.headers))
 
 
 async def on_validation_error(request: Request, error: Exception) -> JSONResponse:
@@ -182,7 +200,7 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
         else problem
         for problem in error.errors()
     ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
-    return JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422)
+    return counted(request, JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422))
 
 
 DATABASE_UNAVAILABLE = "the database cannot be reached right now; retry shortly"
@@ -202,6 +220,10 @@ def unavailable_message(error: LedgerUnavailable) -> str:
 
 
 async def on_caseboard_error(request: Request, error: Exception) -> JSONResponse:
+    return counted(request, _caseboard_error(error))
+
+
+def _caseboard_error(error: Exception) -> JSONResponse:
     if isinstance(error, Refusal):
         return refusal_response(error.outcome().as_json())
     if isinstance(error, ChainBroken):  # a commit under what a read would serve does not match its hash (ADR 0144)

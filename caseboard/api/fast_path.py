@@ -23,6 +23,7 @@ so nothing is committed twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -158,6 +159,7 @@ class CaseboardAPI(FastAPI):
     ) -> None:
         await response(scope, receive, send)
         svc: Services = self.state.services
+        svc.metrics.outcome(json.loads(bytes(response.body)))  # a refusal of the submission, counted once
         svc.metrics.request("POST", route, response.status_code, time.perf_counter() - started)
 
     async def _submit(
@@ -197,6 +199,7 @@ class CaseboardAPI(FastAPI):
             return False
         except CaseboardError as error:
             response = await on_caseboard_error(Request(scope), error)
+            svc.metrics.outcome(json.loads(bytes(response.body)))  # a refusal of the submission, counted once
         except Exception:  # answered and raised on, as Starlette's error middleware does (uvicorn logs it)
             svc.metrics.request("POST", SUBMIT_ROUTE, 500, time.perf_counter() - started, fast=True)
             await INTERNAL_ERROR(scope, receive, send)

@@ -279,6 +279,20 @@ class MetricsMiddleware:
         await timed(self.metrics, self.app, scope, receive, send)
 
 
+def route_of(scope: Any) -> str:
+    """The template of the route that answered: the router's (FastAPI's routes set it), else the plain
+    Starlette route whose endpoint answered (``/openapi.json``, ``/docs``), else ``unmatched``."""
+    route = scope.get("route")
+    if route is not None:
+        return str(route.path)
+    endpoint = scope.get("endpoint")
+    if endpoint is not None:
+        for candidate in getattr(scope.get("app"), "routes", ()):
+            if getattr(candidate, "endpoint", None) is endpoint:
+                return str(candidate.path)
+    return "unmatched"
+
+
 async def timed(metrics: Metrics, app: Any, scope: Any, receive: Any, send: Any, route: str | None = None) -> None:
     """Run ``app`` on one HTTP request, timed and counted with its status under ``route`` (None: the route the
     router matched, read from the scope afterwards). The metrics middleware and ``/mcp`` (answered before it,
@@ -295,5 +309,5 @@ async def timed(metrics: Metrics, app: Any, scope: Any, receive: Any, send: Any,
     try:
         await app(scope, receive, capture)
     finally:
-        counted = route if route is not None else getattr(scope.get("route"), "path", "unmatched")
+        counted = route if route is not None else route_of(scope)
         metrics.request(scope["method"], counted, status, time.perf_counter() - started)

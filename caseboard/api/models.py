@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from caseboard.domain.contribution import MAX_ITEMS, IdempotencyKey
-from caseboard.domain.items import Item, Role, RuntimeLimits, Scope, Text, WorkspaceId, bounded_json
+from caseboard.domain.items import Id, Item, Role, RuntimeLimits, Text, WorkspaceId, bounded_json
 
 
 class _Request(BaseModel):
@@ -50,11 +50,26 @@ class ContributionRequest(_Request):
         return None if author is None else bounded_json(author, 4096)
 
 
+class OpenScope(_Request):
+    """What an investigation is about; its tenant is the key's."""
+
+    tenant_id: Id | None = None
+    """The key's tenant (the default); any other is refused ``forbidden``."""
+    environment: Id
+    """The environment investigated, e.g. `production`."""
+    service: Id
+    """The service investigated, e.g. `payments-api`."""
+
+
 class OpenWorkspaceRequest(_Request):
-    """Open a workspace: the operator's ``open`` item. ``scope.tenant_id`` must be the key's tenant."""
+    """Open a workspace: the operator's ``open`` item, in the key's tenant (``scope.tenant_id`` may be left out;
+    given, it must be the key's tenant). The body, e.g.: ``{"workspace_id": "incident-042", "scope":
+    {"environment": "production", "service": "payments-api"}, "goal": "...", "runtime_limits":
+    {"max_selected_items": 20, "max_investigation_cycles": 8, "max_open_questions": 10, "max_proposals": 10,
+    "max_pending_work": 10}}``."""
 
     workspace_id: WorkspaceId
-    scope: Scope
+    scope: OpenScope
     goal: Text
     runtime_limits: RuntimeLimits
     execution_mode: Literal["read_only"] = "read_only"

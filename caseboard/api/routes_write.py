@@ -37,16 +37,17 @@ WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
     summary="Open a workspace (an operator's open item; version 1)",
 )
 def open_workspace(body: OpenWorkspaceRequest, who: CallerDep, svc: ServicesDep) -> JSONResponse:
-    if body.scope.tenant_id != who.tenant_id:
+    if body.scope.tenant_id not in (None, who.tenant_id):
         raise ApiError(
             Reason.FORBIDDEN,
             f"scope.tenant_id must be this key's tenant ({who.tenant_id!r}): the "
             "tenant is set by credentials, not by a body",
             field="scope.tenant_id",
         )
+    scope = it.Scope(tenant_id=who.tenant_id, environment=body.scope.environment, service=body.scope.service)
     item = it.Open(
         type="open",
-        scope=body.scope,
+        scope=scope,
         goal=body.goal,
         runtime_limits=body.runtime_limits,
         execution_mode=body.execution_mode,

@@ -14,7 +14,7 @@ from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
 from caseboard.agent.plugin import cast_principals, participant
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import consume_until_stopped
+from caseboard.cli.dispatch_cmds import add_tenant_choice, consume_until_stopped, tenant_scope
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError, UnknownWorkspace
 from caseboard.domain.items import Role
@@ -57,6 +57,7 @@ def register(commands: Any) -> None:
     agent.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
     agent.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
     agent.add_argument("--threads", type=int, default=1)
+    add_tenant_choice(agent)
     agent.set_defaults(handler=cmd_agent)
 
     listing = commands.add_parser("judgments", help="every recorded model call of a workspace")
@@ -111,7 +112,14 @@ def cmd_agent(app: App, args: argparse.Namespace) -> int:
     cast = cast_for(app, args)
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
-    host = agent_host(app, store, cast, with_controller=args.with_controller, turn_timeout_s=args.turn_timeout)
+    host = agent_host(
+        app,
+        store,
+        cast,
+        with_controller=args.with_controller,
+        turn_timeout_s=args.turn_timeout,
+        **tenant_scope(app, args),
+    )
     worker = start_agent(
         broker, host, role_queues(cast, args.with_controller), args.threads, app.settings.worker_poll_ms
     )

@@ -139,7 +139,8 @@ def cmd_demo(app: App, args: argparse.Namespace) -> int:
         before = after
     final = app.workspaces.show(workspace_id, 20)
     again = command_line(app.database_url, "show", workspace_id, "--at-version", "20", "--format", "yaml")
-    out.write(f"\nThe workspace at version 20 ({again}):\n\n")
+    shown = "the whole projection" if args.full else "the fields of the contract; the whole projection"
+    out.write(f"\nThe workspace at version 20 ({shown}: {again}):\n\n")
     emit_document(final if args.full else {k: final[k] for k in CONTRACT_KEYS}, "yaml")
     cite_evidence(app, coordinator, workspace_id, stored)
     return 0

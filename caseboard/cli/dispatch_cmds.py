@@ -58,6 +58,7 @@ def register(commands: Any) -> None:
     worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
     worker.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
     worker.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
+    add_tenant_choice(worker)
     worker.set_defaults(handler=cmd_worker)
 
     outbox = commands.add_parser("outbox", help="the outbox and its dispatcher")
@@ -75,6 +76,25 @@ def register(commands: Any) -> None:
         help="keep what was processed more recently (default 7; redeliveries come within minutes)",
     )
     prune.set_defaults(handler=cmd_outbox_prune)
+
+
+def add_tenant_choice(parser: argparse.ArgumentParser) -> None:
+    """``--tenant T`` or ``--all-tenants``, one of them required: a process that consumes notifications acts for
+    one tenant unless an operator-wide one is asked for (docs/adr/0157)."""
+    scope = parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--tenant", metavar="TENANT", help="act only on this tenant's workspaces")
+    scope.add_argument(
+        "--all-tenants", action="store_true", help="act on every tenant's workspaces (an operator-wide process)"
+    )
+
+
+def tenant_scope(app: App, args: argparse.Namespace) -> dict[str, Any]:
+    """The ``tenant`` and ``tenant_of`` a ``ConsumerHost`` of ``add_tenant_choice``'s choice takes."""
+    if args.tenant is None:
+        return {"tenant": None, "tenant_of": None}
+    if not args.tenant.strip():
+        raise ConfigurationError("--tenant names a tenant (or run operator-wide with --all-tenants)")
+    return {"tenant": args.tenant, "tenant_of": lambda key: app.workspaces.tenant_of(key, 5.0)}
 
 
 def _stop_on_signals() -> threading.Event:
@@ -130,6 +150,7 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
         kinds=kinds,
         turn_timeout_s=args.turn_timeout,
         participants=tuple(args.participant),
+        **tenant_scope(app, args),
     )
     worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)
     return consume_until_stopped(app, host, worker, broker, store, args.tick)

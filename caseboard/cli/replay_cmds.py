@@ -125,6 +125,7 @@ def cmd_import(app: App, args: argparse.Namespace) -> int:
             "head_hash": done.head_hash,
             "source_head_hash": done.source_head_hash,
             "resealed": done.resealed,
+            "record": True,  # nothing is recorded on it until an operator reopens it (docs/adr/0158)
         }
     )
     return 0

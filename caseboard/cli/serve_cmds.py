@@ -12,6 +12,8 @@ a keep-alive timeout, and the process holds at most ``--max-connections`` at onc
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from caseboard.app import App, build_app
-from caseboard.cli.demo import scenario_text
+from caseboard.cli.demo import cite_evidence, scenario_text, store_evidence
 from caseboard.cli.ledger_cmds import submit_line
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
@@ -188,11 +190,18 @@ def load_demo(app: App, keys: KeyStore, base: str) -> None:
         outcome = submit_line(coordinator, "incident-042", line)
         if not outcome["ok"]:
             raise CaseboardError(f"the demo scenario was refused: {outcome['message']}")
+    with contextlib.redirect_stdout(io.StringIO()):  # the story `make run` tells: its evidence, cited after v20
+        cite_evidence(app, coordinator, "incident-042", store_evidence(app, None, DEMO_TENANT))
     tokens = {p: keys.create(p, (role,), DEMO_TENANT, "demo").token for p, role in authors.items()}
     other = keys.create("tenant-b-operator", (Role.OPERATOR,), "tenant-b", "demo").token
     out = sys.stdout
-    out.write("caseboard demo: incident-042 loaded (20 versions) into a fresh embedded ledger.\n")
-    out.write(f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n\n")
+    head = app.ledger.head("incident-042")
+    out.write(
+        f"caseboard demo: incident-042 loaded ({head} versions, the last two citing stored evidence) into a fresh "
+        "embedded ledger.\n"
+    )
+    out.write(f"Serving {base}  -  OpenAPI: {base}/docs  -  health: {base}/health  -  metrics: {base}/metrics\n")
+    out.write(f"The auditor's pages: {base}/ui/ (sign in with a key below)\n\n")
     out.write(f"Demo keys (tenant {DEMO_TENANT}; shown once):\n")
     for principal, token in tokens.items():
         out.write(f"  {principal:<22} {authors[principal].value:<11} {token}\n")

@@ -51,12 +51,14 @@ def decide(
     reducer: Reducer[WorkspaceState] | None = None,
     citations: Citations | None = None,
     tenant_id: str | None = None,
+    record: bool = False,
 ) -> Commit | Replayed:
     """``reducer`` is the one that folded ``state`` (the current one by default): its rules decide statuses.
     ``citations``: what the artifact store holds for each cited evidence_ref, resolved by the caller; an item
     that cites without them raises ``Unresolved`` (a ``Refusal``). ``tenant_id``: the tenant whose namespace
     the workspace's key is in (``caseboard.domain.workspace_key``), sealed in a schema 2 commit; None for a
-    workspace of the legacy namespace, whose commits stay schema 1."""
+    workspace of the legacy namespace, whose commits stay schema 1. ``record``: the state is an imported record
+    (``Workspaces.is_record``): nothing but an operator's ``reopen`` is recorded on it (docs/adr/0158)."""
     reducer = reducer or get_reducer()
     _check_workspace(state, contribution)
     digest = None
@@ -74,7 +76,17 @@ def decide(
                 )
             return Replayed(Accepted.replayed(previous.version, previous.items))
     _check_expected_version(state, contribution)
-    if state.status == "closed":
+    if record:
+        for index, item in enumerate(contribution.items):
+            if item.type != "reopen":
+                raise Refusal(
+                    Reason.WORKSPACE_CLOSED,
+                    f"workspace {state.workspace_id!r} is an imported record (version {state.version}): replay, "
+                    f"report, compare and read it; a {item.type!r} item cannot be recorded until an operator "
+                    "reopens it (a 'reopen' item with an owner and a new budget)",
+                    field=f"items[{index}]",
+                )
+    elif state.status == "closed":
         for index, item in enumerate(contribution.items):
             if item.type not in WHILE_CLOSED:
                 raise Refusal(
@@ -100,7 +112,7 @@ def decide(
     decisions: list[dict[str, Any]] = []
     last = len(contribution.items) - 1
     for index, item in enumerate(contribution.items):
-        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer, citations)
+        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer, citations, record)
         if index < last or item.type == "proposal":  # what no later check reads need not be applied
             if draft_commit is None:
                 draft, draft_commit = state.fork(), Commit(items=(), decisions=(), **envelope)

@@ -53,6 +53,8 @@ class Context:
     at: datetime
     reducer: Reducer[WorkspaceState]
     citations: Citations | None
+    record: bool = False
+    """The state is an imported record (docs/adr/0158): a ``reopen`` opens it whatever its status."""
 
     @property
     def role(self) -> Role:
@@ -92,13 +94,14 @@ def check_item(
     at: datetime,
     reducer: Reducer[WorkspaceState],
     citations: Citations | None = None,
+    record: bool = False,
 ) -> Decision:
     role = contribution.author.role
     allowed = it.ROLES[item.type]
     if role not in allowed:
         names = ", ".join(sorted(allowed))
         refuse(Reason.FORBIDDEN, path, f"a {role.value} may not submit a {item.type!r} item (allowed: {names})")
-    return RULES[item.type](item, Context(state, contribution, path, at, reducer, citations))
+    return RULES[item.type](item, Context(state, contribution, path, at, reducer, citations, record))
 
 
 @rule(it.Open)
@@ -227,6 +230,8 @@ def _work_result(item: it.WorkResult, c: Context) -> Decision:
 @rule(it.WorkReclaim)
 def _work_reclaim(item: it.WorkReclaim, c: Context) -> Decision:
     request = _request(c.state, item.request_id, f"{c.path}.request_id")
+    if request.status == "awaiting_result" and request.holder is None:
+        return {"unclaimed": True}  # nobody took it in time: announced again, with its reason (docs/adr/0159)
     if request.status != "claimed":
         refuse(
             Reason.INVALID,
@@ -368,8 +373,6 @@ def _status(item: it.StatusChange, c: Context) -> Decision:
 @rule(it.Reopen)
 def _reopen(item: it.Reopen, c: Context) -> Decision:
     state = c.state
-    if state.status not in ("closed", "budget_exhausted") and not c.reducer.stopped(state):
-        refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}")
     cycles = item.runtime_limits.max_investigation_cycles
     if (state.limits["max_investigation_cycles"] if cycles is None else cycles) < 1:
         refuse(
@@ -377,6 +380,10 @@ def _reopen(item: it.Reopen, c: Context) -> Decision:
             f"{c.path}.runtime_limits.max_investigation_cycles",
             "a reopen renews the budget: max_investigation_cycles must be at least 1",
         )
+    if c.record:  # an imported record goes live again only this way, whatever its status (docs/adr/0158)
+        return {"from": state.status, "record": True}
+    if state.status not in ("closed", "budget_exhausted") and not c.reducer.stopped(state):
+        refuse(Reason.INVALID, c.path, f"only a closed or budget_exhausted workspace reopens; it is {state.status}")
     return {"from": state.status}
 
 

@@ -146,15 +146,29 @@ def _short_id(value: Any) -> str | None:
 
 
 def refusal_from(problems: Sequence[Any]) -> Refusal:
-    """An ``invalid`` refusal naming the first problem pydantic found (and how many more there are)."""
+    """An ``invalid`` refusal naming every problem pydantic found (an unknown field by its name), the first
+    one's path as its ``field``."""
     errors = list(problems)
     if len(errors) > 1:  # a failed item is dropped, so items may look too short: a consequence, not a problem
         errors = [e for e in errors if not (e["loc"] == ("items",) and e["type"] == "too_short")]
-    first = errors[0]
-    path = field_path(first["loc"])
-    kind, message = first["type"], first["msg"]
+    named = [_problem(error) for error in errors[:MAX_PROBLEMS_NAMED]]
+    rest = len(errors) - len(named)
+    message = "; ".join(f"{path}: {what}" for path, what in named)
+    if rest:
+        message += f" (and {rest} more problem{'s' if rest > 1 else ''})"
+    return Refusal(Reason.INVALID, message, field=named[0][0])
+
+
+MAX_PROBLEMS_NAMED = 20
+"""Problems named in one refusal's message; past them, a count (a message stays a line)."""
+
+
+def _problem(error: Any) -> tuple[str, str]:
+    """(field path, what is wrong there) of one of pydantic's errors, in the contract's words."""
+    path = field_path(error["loc"])
+    kind, message = error["type"], error["msg"]
     if kind == "union_tag_invalid":
-        tag = first.get("ctx", {}).get("tag")
+        tag = error.get("ctx", {}).get("tag")
         path = f"{path}.type"
         message = f"unknown item type {tag!r}; known types: {', '.join(ITEM_TYPES)}"
     elif kind == "union_tag_not_found":
@@ -168,18 +182,16 @@ def refusal_from(problems: Sequence[Any]) -> Refusal:
     elif kind == "value_error":
         message = message.removeprefix("Value error, ")
     elif kind == "json_invalid":
-        message = f"not JSON: {first.get('ctx', {}).get('error', message)}"
+        message = f"not JSON: {error.get('ctx', {}).get('error', message)}"
     elif kind in ("too_short", "too_long"):  # the same words for a list (HTTP's body) and a tuple (a Contribution)
-        ctx = first.get("ctx", {})
+        ctx = error.get("ctx", {})
         limit = ctx.get("min_length" if kind == "too_short" else "max_length")
         bound = "at least" if kind == "too_short" else "at most"
         message = f"{bound} {limit} {'entry' if limit == 1 else 'entries'}, got {ctx.get('actual_length')}"
     elif kind == "string_too_long":
-        limit = first.get("ctx", {}).get("max_length")
+        limit = error.get("ctx", {}).get("max_length")
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"
-    count = len(errors)
-    suffix = f" (and {count - 1} more problem{'s' if count > 2 else ''})" if count > 1 else ""
-    return Refusal(Reason.INVALID, f"{path}: {message}{suffix}", field=path)
+    return path, message
 
 
 def field_path(loc: Sequence[int | str]) -> str:

@@ -104,12 +104,18 @@ class Coordinator:
         key = contribution.workspace_id if key is None else key  # else a thread finds it (``key_of``)
         if bare(key) != contribution.workspace_id or _opening(contribution) is not None or _retires(contribution):
             return None
+        if not self.workspaces.knows_record(key):
+            return None  # a thread asks the ledger once whether it is an imported record (ADR 0158)
         async with self.workspaces.writing_on_loop(key) as unit:
             if unit is None:
                 return None
             try:
                 at = self._at(contribution)
-                result = decide(unit.state, contribution, at, self.workspaces.reducer, tenant_id=tenant_part(key))
+                state = unit.state
+                record = self.workspaces.is_record(key, state)
+                result = decide(
+                    state, contribution, at, self.workspaces.reducer, tenant_id=tenant_part(key), record=record
+                )
             except (Behind, Refusal):
                 return None  # decided again in the thread, which catches up and logs the refusal
             if isinstance(result, Replayed):
@@ -177,6 +183,8 @@ class Coordinator:
                 if isinstance(result, Replayed):
                     return result.outcome
                 if unit.save(result):
+                    if opening is not None:
+                        self.workspaces.opened_here(key)
                     return self._landed(result, attempts=unit.saves)
         raise LedgerUnavailable(f"{key}: gave up after {MAX_ATTEMPTS} attempts under contention")
 
@@ -227,7 +235,9 @@ class Coordinator:
             try:
                 at = self._at(contribution)
                 tenant_id = tenant_part(unit.workspace_id)
-                return decide(state, contribution, at, self.workspaces.reducer, citations, tenant_id), citations
+                record = self.workspaces.is_record(unit.workspace_id, state)
+                decided = decide(state, contribution, at, self.workspaces.reducer, citations, tenant_id, record)
+                return decided, citations
             except Unresolved:
                 tenant = tenant_of(state)
                 if citations is not None or self.artifacts is None or tenant is None:

@@ -113,6 +113,8 @@ class VersionConflict(Refusal):
         )
         self.expected = expected
         self.current = current
+        self.since = since
+        """A summary of each commit after ``expected`` (the latest ones): what changed under the writer."""
 
 
 class UnknownWorkspace(CaseboardError):

@@ -43,6 +43,7 @@ from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, s
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.domain.items import WORKSPACE_ID_PATTERN
 from caseboard.domain.workspace_key import bare
+from caseboard.ledger.imports import ImportMarks, MemoryMarks
 from caseboard.ledger.upcast import upcast_commit
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ class Ledger(Protocol):
     ) -> Iterator[Commit]: ...
     def head(self, workspace_id: str) -> int: ...
     def keys_named(self, workspace_id: str) -> list[str]: ...
+    def imported_head(self, key: str) -> int | None: ...
     def save_snapshot(
         self,
         workspace_id: str,
@@ -254,10 +256,13 @@ class EventsourcingLedger:
         *,
         native: NativeRecorder | None = None,
         names: Callable[[str], list[str]] | None = None,
+        marks: ImportMarks | MemoryMarks | None = None,
     ) -> None:
         """``native``: caseboard's own recorder behind ``events`` when it is one (``stores.py`` knows);
-        ``names``: a query for ``keys_named`` (else the notification log is read through)."""
+        ``names``: a query for ``keys_named`` (else the notification log is read through); ``marks``: which
+        workspaces were imported as records (``imports.py``; none are without it)."""
         self.events = events
+        self._marks = marks if marks is not None else MemoryMarks()
         self._names = names if names is not None else (native.keys_named if native is not None else None)
         self.snapshots = snapshots
         self._closer = closer
@@ -338,6 +343,19 @@ class EventsourcingLedger:
             raise VersionTaken(f"{commits[0].key}: a version of the import is taken") from error
         except PersistenceError as error:
             raise LedgerUnavailable(f"the ledger refused the commits: {error}") from error
+
+    def mark_imported(self, key: str, head_version: int, source_head_hash: str | None) -> None:
+        """Record that ``key`` is being imported as a record ending at ``head_version`` (before its commits)."""
+        self._marks.mark(key, head_version, source_head_hash)
+
+    def unmark_imported(self, key: str) -> None:
+        """Forget an import whose commits did not land."""
+        self._marks.unmark(key)
+
+    def imported_head(self, key: str) -> int | None:
+        """The version the imported record ``key`` ends at, None when it was never imported: while its head is
+        that version the workspace is a record (docs/adr/0158)."""
+        return self._marks.head(key)
 
     def read(self, workspace_id: str, after: int = 0, upto: int | None = None) -> list[Commit]:
         return [decode_commit(s) for s in self._select(workspace_id, gt=after, lte=upto)]

@@ -15,6 +15,8 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecor
 from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger.base import EventsourcingLedger
+from caseboard.ledger.imports import TABLE as IMPORTS_TABLE
+from caseboard.ledger.imports import ImportMarks, MemoryMarks
 
 COMMITS_TABLE = "caseboard_commits"
 SNAPSHOTS_TABLE = "caseboard_snapshots"
@@ -22,7 +24,7 @@ SNAPSHOTS_TABLE = "caseboard_snapshots"
 
 def open_ledger(url: DatabaseUrl | str, *, pool_size: int = 4) -> EventsourcingLedger:
     if url == "memory://":
-        return EventsourcingLedger(POPOApplicationRecorder(), POPOAggregateRecorder())
+        return EventsourcingLedger(POPOApplicationRecorder(), POPOAggregateRecorder(), marks=MemoryMarks())
     database = DatabaseUrl.parse(url)
     if database.sqlite_path is not None:
         return _sqlite(database.sqlite_path)
@@ -54,7 +56,12 @@ def _sqlite(path: Path) -> EventsourcingLedger:
             cursor.execute(names, (workspace_id, len(suffix), suffix))
             return [str(row[0]) for row in cursor.fetchall()]
 
-    return EventsourcingLedger(events, snapshots, datastore.close, names=keys_named)
+    def sqlite_table(cursor: Any) -> bool:
+        cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", (IMPORTS_TABLE,))
+        return bool(cursor.fetchone()[0])
+
+    marks = ImportMarks(lambda write: datastore.transaction(commit=write), IMPORTS_TABLE, "?", sqlite_table)
+    return EventsourcingLedger(events, snapshots, datastore.close, names=keys_named, marks=marks)
 
 
 def _postgres(database: DatabaseUrl, pool_size: int) -> EventsourcingLedger:
@@ -108,4 +115,11 @@ def _postgres_recorders(conninfo: dict[str, Any], schema: str, pool_size: int, *
         events.release_writer()
         datastore.close()
 
-    return EventsourcingLedger(events, snapshots, close, native=events)
+    table = f'"{schema}".{IMPORTS_TABLE}'
+
+    def pg_table(cursor: Any) -> bool:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (table,))
+        return bool(cursor.fetchone()["present"])
+
+    marks = ImportMarks(lambda write: datastore.transaction(commit=write), table, "%s", pg_table)
+    return EventsourcingLedger(events, snapshots, close, native=events, marks=marks)

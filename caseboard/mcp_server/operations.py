@@ -24,6 +24,7 @@ from caseboard.domain import items as it
 from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.domain.principals import same_principal
+from caseboard.keys.model import ApiKey
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server.catalog import Catalog
 from caseboard.mcp_server.refusals import refusal
@@ -43,6 +44,20 @@ def body_of(response: Response) -> dict[str, Any]:
 
 def whoami(svc: Services, who: Caller, _: a.NoArguments) -> dict[str, Any]:
     return {"ok": True, **routes_read.whoami(who).model_dump(mode="json")}
+
+
+def identity(key: ApiKey) -> dict[str, Any]:
+    """``whoami`` for a key that holds several roles and names none: its principal, tenant and every role; it
+    acts in none until ``X-Caseboard-Role`` names one."""
+    roles = [role.value for role in key.roles]
+    return {
+        "ok": True,
+        "key_id": key.key_id,
+        "principal": key.principal,
+        "role": None,
+        "roles": roles,
+        "tenant_id": key.tenant_id,
+    }
 
 
 def list_workspaces(svc: Services, who: Caller, args: a.ListWorkspaces, catalog: Catalog) -> dict[str, Any]:
@@ -156,20 +171,25 @@ async def submit_on_loop(svc: Services, who: Caller, args: a.Submit) -> dict[str
     return None if outcome is None else routes_write.answer_of(svc, who, outcome)
 
 
+def _counted(svc: Services, body: dict[str, Any]) -> dict[str, Any]:
+    """A refusal of ``submit`` made here, counted once in ``caseboard_refusals_total``."""
+    svc.metrics.outcome(body)
+    return body
+
+
 def submit(svc: Services, who: Caller, args: a.Submit) -> dict[str, Any]:
     """One contribution, authored by the key: an ``open`` item takes the HTTP API's open route (the tenant
     must be the key's), anything else its submit route (the workspace must be visible)."""
     first = args.items[0]
     if isinstance(first, it.Open):
         if len(args.items) > 1:
-            return refusal(Reason.INVALID, "items: an 'open' item is submitted alone", field="items[1]")
+            return _counted(svc, refusal(Reason.INVALID, "items: an 'open' item is submitted alone", field="items[1]"))
         if args.expected_version is not None:
-            return refusal(
-                Reason.INVALID, "expected_version: an 'open' item has no version to expect", field="expected_version"
-            )
+            message = "expected_version: an 'open' item has no version to expect"
+            return _counted(svc, refusal(Reason.INVALID, message, field="expected_version"))
         request = OpenWorkspaceRequest(
             workspace_id=args.workspace_id,
-            scope=first.scope,
+            scope=first.scope.model_dump(),
             goal=first.goal,
             runtime_limits=first.runtime_limits,
             execution_mode=first.execution_mode,

@@ -62,7 +62,7 @@ from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.mcp_server import arguments as a
 from caseboard.mcp_server import operations as op
 from caseboard.mcp_server.catalog import Catalog
-from caseboard.mcp_server.identity import Credentials, caller, from_headers
+from caseboard.mcp_server.identity import Credentials, authenticate, caller, from_headers
 from caseboard.mcp_server.refusals import refusal, structured
 
 Operation = Callable[[Services, Caller, Any], dict[str, Any]]
@@ -107,22 +107,37 @@ def _request() -> Request:
 
 
 async def answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> dict[str, Any]:
-    """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake."""
+    """The JSON answer of one tool call (``ok`` true or false), never an exception for a caller's mistake. A
+    refusal of ``submit`` raised before the coordinator answered is counted here, once (the coordinator's own
+    by ``answer_of``)."""
+    body, raised = await _answer(svc, credentials, spec, raw)
+    if raised and spec.name == "submit":
+        svc.metrics.outcome(body)
+    return body
+
+
+async def _answer(svc: Services, credentials: Credentials, spec: ToolSpec, raw: Any) -> tuple[dict[str, Any], bool]:
+    """The tool's body, and whether it is a refusal raised before the coordinator answered."""
     try:
+        if spec.name == "whoami" and credentials.role is None:
+            key = await authenticate(svc, credentials.token)
+            if len(key.roles) > 1:  # who a key is, whatever role it would act in: no role to choose
+                parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
+                return op.identity(key), False
         who = await caller(svc, credentials)
         args = parse_json(spec.arguments, json.dumps(raw if raw is not None else {}))
         if spec.on_loop is not None:
             done = await spec.on_loop(svc, who, args)
             if done is not None:
-                return done
-        return await anyio.to_thread.run_sync(spec.operation, svc, who, args)
+                return done, False
+        return await anyio.to_thread.run_sync(spec.operation, svc, who, args), False
     except Refusal as refused:
-        return refused.outcome().as_json()
+        return refused.outcome().as_json(), True
     except ApiError as error:
-        return {**error.body}
+        return {**error.body}, True
     except CaseboardError as error:
         response = await on_caseboard_error(_request(), error)
-        return op.body_of(response)
+        return op.body_of(response), True
 
 
 def tool_result(body: dict[str, Any], text: str | None = None) -> CallToolResult:

@@ -37,6 +37,8 @@ log = structlog.get_logger("caseboard.projections")
 CONTENDED_S = 10.0
 """How long after another process's writer took a version first this process's event loop leaves that
 workspace's commits to threads (``writing_on_loop``): a race lost on the loop is decided again on a thread."""
+LOCATE_WAIT_S = 30.0
+"""How long ``locate`` waits for a workspace this process is writing (the command line's: it rarely does)."""
 
 T = TypeVar("T")
 
@@ -112,6 +114,7 @@ class Workspaces:
         self._snapshotted: dict[str, int] = {}
         self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
         self._locks: dict[str, threading.Lock] = {}
+        self._imported: dict[str, int | None] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
         self._located: dict[str, str] = {}  # bare id -> the one key it names, for operators (``locate``)
@@ -151,6 +154,27 @@ class Workspaces:
             self.catch_up(workspace_id)
             state = self.current(workspace_id)
             return state, read(state)
+
+    def is_record(self, key: str, state: WorkspaceState) -> bool:
+        """Whether ``state`` (of the workspace ``key``) is an imported record: its head is the version its
+        import ended at, so nothing but an operator's ``reopen`` has been committed since (docs/adr/0158). The
+        ledger is asked once per opened workspace and process: an import marks a workspace before its commits
+        land, so an opened workspace that has no mark never gets one."""
+        return state.opened and self.imported_head(key) == state.version
+
+    def opened_here(self, key: str) -> None:
+        """This process opened ``key``: it was not imported (``is_record`` need not ask the ledger)."""
+        self._imported[key] = None
+
+    def knows_record(self, key: str) -> bool:
+        """Whether ``is_record`` can answer for ``key`` without asking the ledger (for the event loop)."""
+        return key in self._imported
+
+    def imported_head(self, key: str) -> int | None:
+        """``Ledger.imported_head`` of an opened workspace, asked once per process (see ``is_record``)."""
+        if key not in self._imported:
+            self._imported[key] = self.ledger.imported_head(key)
+        return self._imported[key]
 
     def cached_tenant(self, workspace_id: str) -> str | None:
         """The tenant of the cached state of an opened workspace, without waiting; None when not cached."""
@@ -211,8 +235,13 @@ class Workspaces:
         reading it finds an unknown workspace. A bare name found in one tenant is remembered, so a process
         that submits under it asks the ledger once; a second tenant's opening of that id seen by this process
         makes it ambiguous again, one made by another process is not seen (name ``<tenant>/<id>`` to be
-        exact: docs/adr/0130)."""
-        if tenant_part(name) is not None or self.cached_tenant(name) is not None:
+        exact: docs/adr/0130). ``<tenant>/<id>`` names what that tenant's keys see by that id over HTTP
+        (``resolve``): the tenant's own workspace, else one of the operator's namespace in that tenant (a schema 1
+        export imported under its bare id)."""
+        tenant = tenant_part(name)
+        if tenant is not None:  # as a tenant's key sees it: its own, else the operator's in that tenant
+            return self.resolve(tenant, name.rpartition("/")[2], LOCATE_WAIT_S) or name
+        if self.cached_tenant(name) is not None:
             return name
         known = self._located.get(name)
         if known is not None:

@@ -4,7 +4,9 @@ Export writes the ledger's commits as they are stored, one JSON object per line,
 verifiable on its own (its ``hash``) and with its neighbour (``previous_hash``).
 
 Import verifies the whole file first and refuses a broken chain, naming the first bad version, before it
-writes anything. It refuses a target workspace that already exists. It then appends each commit as
+writes anything. An imported incident is a record (docs/adr/0158): the ledger marks it with its head version,
+and the coordinator records nothing on it but an operator's ``reopen``.
+It refuses a target workspace that already exists. It then appends each commit as
 recorded, through the ledger: the decisions in a recorded incident are its history, never decided again.
 
 ``--as WORKSPACE`` renames the incident. The workspace id is inside each commit's hash, so a renamed
@@ -15,6 +17,7 @@ next to the new one, so that the renamed copy can be tied back to the file it ca
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +103,17 @@ def import_file(
     if target != source_key:
         commits = renamed(commits, target_id)
     recorded = list(commits)
+    if recorded:  # marked before its commits land: a workspace that can be read is known to be a record
+        ledger.mark_imported(target, recorded[-1].version, report.head_hash)
     try:
         ledger.append_many(recorded)
     except VersionTaken:
+        ledger.unmark_imported(target)
         raise ImportRefused(f"workspace {target!r} was created while importing; nothing was imported") from None
+    except BaseException:
+        with contextlib.suppress(CaseboardError):  # a mark stays only beside commits that may have landed
+            if ledger.head(target) == 0:
+                ledger.unmark_imported(target)
+        raise
     head = recorded[-1].hash if recorded else None
     return Imported(target, len(recorded), report.head_hash, head, target != source_key)

@@ -87,9 +87,19 @@ class CycleMemory:
     """The checks a verification cites."""
     verdicts: dict[str, str] = field(default_factory=dict)
     """Per hypothesis, the result of its last verification."""
+    announced: dict[str, tuple[datetime, int]] = field(default_factory=dict)
+    """Per work request nobody holds, when and at which version it was last requested or taken back."""
+    progress: tuple[datetime, int] | None = None
+    """When, and at which version, someone other than the controller last committed (docs/adr/0159)."""
 
     def fold(self, commit: Commit) -> None:
+        if commit.author.role is not Role.CONTROLLER:
+            self.progress = (commit.at, commit.version)
         for item in commit.items:
+            if item.type in ("work_request", "work_reclaim"):
+                self.announced[item.request_id] = (commit.at, commit.version)
+            elif item.type in ("work_claim", "work_result"):
+                self.announced.pop(item.request_id, None)
             if item.type == "cycle":
                 self.version, self.at, self.scheduled = commit.version, commit.at, item.scheduled
                 self.contributed, self.requested = set(), set()
@@ -130,7 +140,7 @@ class CycleMemory:
 
 @dataclass(frozen=True)
 class ControllerDecision:
-    action: str  # "cycle", "status", "wait", "none"
+    action: str  # "cycle", "status", "wait", "reclaim", "none"
     reason: str
     items: tuple[dict[str, Any], ...] = ()
     scheduled: tuple[str, ...] = ()
@@ -150,18 +160,81 @@ def unresolved(view: View, found: Followups | None = None) -> list[str]:
     return out
 
 
+def unclaimed_past_timeout(view: View, memory: CycleMemory, now: datetime, timeout_s: float) -> list[dict[str, Any]]:
+    """``work_reclaim`` items, each with its reason, for every request nobody has claimed within ``timeout_s`` of
+    being requested (or taken back): announced again to the specialists of its kind, the time restarting."""
+    items = []
+    for work in view["work"]:
+        since = memory.announced.get(work["request_id"])
+        if work["status"] != "awaiting_result" or work["holder"] is not None or since is None:
+            continue
+        waited = (now - since[0]).total_seconds()
+        if waited >= timeout_s:
+            items.append(
+                {
+                    "type": "work_reclaim",
+                    "request_id": work["request_id"],
+                    "reason": f"unclaimed for {waited:.0f} s since version {since[1]} (timeout {timeout_s:g} s): "
+                    f"no {work['kind']} specialist took it; announced again",
+                }
+            )
+    return items
+
+
+def stalled(view: View, memory: CycleMemory, now: datetime, stall_after_s: float | None) -> ControllerDecision | None:
+    """``human_review_required`` when no participant but the controller has committed for ``stall_after_s``,
+    with a handoff saying what stalled (the turns waited for, the work nobody finished); None otherwise."""
+    if stall_after_s is None or memory.progress is None or view["status"] != "investigating":
+        return None
+    at, version = memory.progress
+    quiet = (now - at).total_seconds()
+    if quiet < stall_after_s:
+        return None
+    waiting = [p for p in memory.scheduled if p not in memory.contributed]
+    work = [
+        f"{w['request_id']} ({w['kind']}) "
+        + (f"held by {w['holder']}" if w["holder"] else "unclaimed")
+        + (f", taken back {w['reclaims']} times" if w["reclaims"] else "")
+        for w in view["work"]
+        if w["status"] in ("awaiting_result", "claimed")
+    ]
+    return ControllerDecision(
+        "status",
+        f"no progress for {quiet:.0f} s",
+        (
+            {
+                "type": "status",
+                "to": "human_review_required",
+                "reason": f"stalled: no participant has contributed for {quiet:.0f} s (since version {version}; "
+                f"the bound is {stall_after_s:g} s)",
+                "handoff": handoff(
+                    ("Stalled since", ", ", [f"version {version} at {at.isoformat()}"]),
+                    ("Turns waited for", ", ", waiting or ["none"]),
+                    ("Work not finished", "; ", work or ["none"]),
+                    ("Unresolved", "; ", unresolved(view) or [NOTHING]),
+                ),
+            },
+        ),
+    )
+
+
 def decide_next(
     view: View,
     memory: CycleMemory,
     now: datetime,
     turn_timeout_s: float = 60.0,
     found: Followups | None = None,
+    stall_after_s: float | None = None,
 ) -> ControllerDecision:
     """The next step for the workspace ``view`` shows; ``found`` is what ``followups`` found in its state at
-    ``now`` (re-checks, rests of incomplete checks, stale proposals; nothing when None)."""
+    ``now`` (re-checks, rests of incomplete checks, stale proposals; nothing when None); ``stall_after_s``: the
+    bound on a workspace without progress (``stalled``; none when None)."""
     found = found or Followups()
     if view["status"] != "investigating":
         return ControllerDecision("none", f"the workspace is {view['status']}")
+    stall = stalled(view, memory, now, stall_after_s)
+    if stall is not None:
+        return stall
     waiting = [p for p in memory.scheduled if p not in memory.contributed]
     if waiting and memory.at is not None and (now - memory.at).total_seconds() < turn_timeout_s:
         return ControllerDecision("wait", f"cycle {view['cycles_used']}: waiting for {', '.join(waiting)}")
@@ -235,6 +308,10 @@ def decide_next(
             tuple(wanted),
         )
     if view["pending_work"]:
+        unclaimed = unclaimed_past_timeout(view, memory, now, turn_timeout_s)
+        if unclaimed:  # waiting on them would wait forever (docs/adr/0159)
+            names = ", ".join(r["request_id"] for r in unclaimed)
+            return ControllerDecision("reclaim", f"unclaimed past the timeout: {names}", tuple(unclaimed))
         return ControllerDecision(
             "wait", "work is in progress: " + ", ".join(w["request_id"] for w in view["pending_work"])
         )
@@ -336,7 +413,11 @@ class Controller:
         clock: Any,
         turn_timeout_s: float = 60.0,
         states: Callable[[str, int], WorkspaceState] | None = None,
+        stall_after_s: float | None = None,
     ) -> None:
+        """``turn_timeout_s``: how long a scheduled turn, and a request nobody claims, is waited for;
+        ``stall_after_s``: the bound on a workspace where no participant contributes (``stalled``)."""
+        self.stall_after_s = stall_after_s
         self.ledger = ledger
         self.clock = clock
         self.states = states or self._fold
@@ -397,7 +478,7 @@ class Controller:
         found = None
         if view["status"] == "investigating":
             found = self.followups_at(workspace, view["workspace_version"], view["reducer_version"], now)
-        decision = decide_next(view, memory, now, self.turn_timeout_s, found)
+        decision = decide_next(view, memory, now, self.turn_timeout_s, found, self.stall_after_s)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(workspace) == key  # ticks re-decide the same thing: log it once
         self.last[workspace] = key

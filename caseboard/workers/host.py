@@ -22,6 +22,7 @@ import structlog
 from caseboard.coordinator.service import Coordinator
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
+from caseboard.domain.workspace_key import tenant_part
 from caseboard.workers.controller import Controller
 from caseboard.workers.runtime import ContributionRefused, Participant, RetryBudgetSpent, act
 
@@ -59,10 +60,20 @@ class ConsumerHost:
         max_attempts: int = 5,
         test_hook: str | None = None,
         handoff: Callable[[Notification], None] | None = None,
+        tenant: str | None = None,
+        tenant_of: Callable[[str], str | None] | None = None,
     ) -> None:
         """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``);
         ``handoff``: what delivers a handoff notification (``caseboard/handoff``); a host without it does not
-        consume the handoff queue."""
+        consume the handoff queue. ``tenant``: the one tenant whose workspaces this host acts on, ``tenant_of``
+        telling the tenant of a workspace's key (``Workspaces.tenant_of``); None acts on every tenant's, an
+        operator-wide process that the command line runs only when told to (``--all-tenants``,
+        docs/adr/0157)."""
+        if tenant is not None and tenant_of is None:
+            raise ValueError("a host of one tenant needs tenant_of to tell a workspace's tenant")
+        self.tenant = tenant
+        self._tenant_of = tenant_of
+        self._tenants: dict[str, str | None] = {}
         self.store = store
         self.handoff = handoff
         self.test_hook = test_hook
@@ -82,9 +93,29 @@ class ConsumerHost:
         handoff = [HANDOFF_QUEUE] if self.handoff is not None else []
         return [*FIXED_QUEUES, *handoff, *(specialist_queue(kind) for kind in self.kinds)]
 
+    def serves(self, key: str) -> bool:
+        """Whether the workspace of ``key`` is of this host's tenant (every workspace when it has none). A
+        scoped key names its tenant; a bare key's is its opening's scope, read once (it never changes)."""
+        if self.tenant is None:
+            return True
+        tenant = tenant_part(key)
+        if tenant is None:
+            tenant = self._tenants.get(key)
+            if tenant is None:
+                assert self._tenant_of is not None
+                tenant = self._tenants[key] = self._tenant_of(key)
+        return tenant == self.tenant
+
     def handle(self, body: dict[str, Any]) -> None:
         notification = Notification.model_validate(body)
         consumer = notification.queue
+        if not self.serves(notification.workspace_id):
+            # neither begun nor finished: it stays unprocessed, and the dispatcher re-drives it to a
+            # consumer of its own tenant (docs/adr/0157)
+            log.info(
+                "notification_other_tenant", consumer=consumer, notification_id=notification.id, tenant=self.tenant
+            )
+            return
         begun = self.store.begin(consumer, notification.id)
         if begun.duplicate:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
@@ -142,6 +173,11 @@ class ConsumerHost:
             )
             self._effect(tick, self.controller)
 
+    def _record(self, key: str) -> bool:
+        assert self.coordinator is not None
+        imported = self.coordinator.workspaces.imported_head(key)
+        return imported is not None and imported == self.coordinator.ledger.head(key)
+
     def _participant(self, notification: Notification) -> Participant | None:
         if notification.audience == "specialist":
             return self.participants.get(f"specialist:{notification.request_kind}")
@@ -150,6 +186,9 @@ class ConsumerHost:
         return self.participants.get(notification.audience)
 
     def _effect(self, notification: Notification, participant: Participant | None) -> None:
+        if self.coordinator is not None and self._record(notification.workspace_id):
+            log.info("notification_for_record", notification_id=notification.id)
+            return  # an imported record: nobody schedules or contributes until it is reopened (ADR 0158)
         with self._guard:
             self.workspaces.add(notification.workspace_id)
         if participant is None or self.coordinator is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import dramatiq
 
@@ -49,14 +50,22 @@ def build_host(
     kinds: tuple[str, ...] = DEFAULT_KINDS,
     turn_timeout_s: float = 60.0,
     participants: tuple[str, ...] = (),
+    tenant: str | None = None,
+    tenant_of: Callable[[str], str | None] | None = None,
 ) -> ConsumerHost:
     """The consumers, the controller and the lease sweeper; ``participants`` names the entry points
     (``caseboard.participants``) whose participants also run here. None by default: a plain worker never
-    contributes evidence (caseboard.workers.plugins)."""
+    contributes evidence (caseboard.workers.plugins). ``tenant``, ``tenant_of``: as ``ConsumerHost``'s."""
+    scope: dict[str, Any] = {"tenant": tenant, "tenant_of": tenant_of}
     if passive:
-        return ConsumerHost(store, None, {}, kinds=kinds)
+        return ConsumerHost(store, None, {}, kinds=kinds, **scope)
     cast = load_participants(participants, kinds)
-    controller = Controller(app.ledger, clock=lambda: datetime.now(UTC), turn_timeout_s=turn_timeout_s)
+    controller = Controller(
+        app.ledger,
+        clock=lambda: datetime.now(UTC),
+        turn_timeout_s=turn_timeout_s,
+        stall_after_s=app.settings.stall_after_s,
+    )
     deliverer = Deliverer(store, app.settings.tenants, lambda key, version: app.workspaces.show(key, version))
     return ConsumerHost(
         store,
@@ -66,6 +75,7 @@ def build_host(
         kinds=kinds,
         test_hook=app.settings.worker_test_hook,
         handoff=deliverer.deliver,
+        **scope,
     )
 
 

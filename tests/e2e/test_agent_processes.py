@@ -1,7 +1,8 @@
-"""End to end on PostgreSQL and Redis: three ``caseboard agent`` processes (planner with the controller,
-specialists, verifier) backed by the test suite's model server carry incident-042's work to an outcome within
-its budget; every contribution of theirs carries its judgment, an auditor lists them, and the export replays
-with every socket refused to what ``show`` gives at every version."""
+"""End to end on PostgreSQL and Redis: the ``caseboard agent`` processes of docs/participants.md (planner with the
+controller, specialists of every kind, verifier, reporter) backed by the test suite's model server carry
+incident-042's work to an outcome within its budget; every contribution of theirs carries its judgment, an
+auditor lists them, and the export replays with every socket refused to what ``show`` gives at every version.
+Every notification routed is processed, none re-driven: the topology drains."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def _restore_logging() -> Iterator[None]:
     structlog.reset_defaults()
 
 
+def drained(cluster: Cluster) -> bool:
+    status = cluster.status()
+    return bool(status["pending"] == 0 and status["unprocessed"] == 0 and status["delivered"] > 0)
+
+
 def status_of(url: str) -> str | None:
     ledger = open_ledger(url)
     try:
@@ -44,7 +50,7 @@ def status_of(url: str) -> str | None:
     return None if state["status"] == "investigating" else str(state["status"])
 
 
-def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome(
+def test_the_documented_agent_processes_run_incident_042_to_an_outcome_and_drain(
     cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = cluster.database_url
@@ -69,6 +75,8 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
                 "20",
                 "--tick",
                 "0.5",
+                "--tenant",
+                "tenant-a",
                 **model,
             ),
             cluster.spawn(
@@ -77,19 +85,16 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
                 "specialist",
                 "--principal",
                 "specialist",
-                "--kind",
-                "log_query",
-                "--kind",
-                "change_calendar",
-                "--kind",
-                "certificate_check",
                 "--threads",
                 "2",
+                "--tenant",
+                "tenant-a",
                 **model,
             ),
-            cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", **model),
+            cluster.spawn("agent", "--role", "verifier", "--principal", "verifier-1", "--tenant", "tenant-a", **model),
+            cluster.spawn("agent", "--role", "reporter", "--principal", "reporter-1", "--tenant", "tenant-a", **model),
         ]
-        cluster.spawn("dispatch", "--poll", "0.1")
+        dispatcher = cluster.spawn("dispatch", "--poll", "0.1", "--redrive-after", "20")
         ledger = open_ledger(url)
         try:
             body = {
@@ -103,6 +108,9 @@ def test_three_agent_processes_and_the_controller_run_incident_042_to_an_outcome
         outcome = poll("an outcome", lambda: status_of(url), timeout=180, every=0.5)
         for proc in agents:
             assert proc.poll() is None, cluster.logs[proc.pid].read_text()[-2000:]
+        # docs/participants.md's topology drains: every routed queue has a consumer (docs/adr/0160)
+        poll("every notification processed", lambda: drained(cluster) or None, timeout=60, every=0.5)
+        assert not cluster.saw(dispatcher, "notifications_redriven")
     assert outcome == "human_review_required"
     ledger = open_ledger(url)
     try:

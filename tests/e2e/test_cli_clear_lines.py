@@ -33,7 +33,7 @@ def with_env(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[s
     )
 
 
-@pytest.mark.parametrize("command", [["dispatch", "--once"], ["worker"], ["outbox", "status"]])
+@pytest.mark.parametrize("command", [["dispatch", "--once"], ["worker", "--all-tenants"], ["outbox", "status"]])
 @pytest.mark.parametrize("url", ["notaurl", "http://127.0.0.1:6379/0", "redis://127.0.0.1:port/0", "redis://h/x"])
 def test_a_bad_redis_url_is_one_line_naming_the_setting(command: list[str], url: str, tmp_path: Path) -> None:
     done = with_env(

@@ -13,7 +13,7 @@ import yaml
 from caseboard.cli.demo import program
 
 ROOT = Path(__file__).resolve().parents[2]
-HINT = re.compile(r"The workspace at version 20 \((.+)\):")
+HINT = re.compile(r"The workspace at version 20 \((?:the fields of the contract; )?the whole projection: (.+)\):")
 AFTER = "\nThen the log and change specialists cite"
 """Where the version 20 document ends: the demo's cited evidence follows it (tests/e2e/test_demo_evidence.py)."""
 
@@ -48,6 +48,7 @@ def test_the_demos_show_hint_pasted_into_a_shell_prints_the_same_version_20(tmp_
     shown, demo = yaml.safe_load(pasted.stdout), yaml.safe_load(printed)
     assert shown["workspace_version"] == 20
     assert {key: shown[key] for key in demo} == demo
+    assert set(demo) < set(shown)  # what the label says: the contract's fields of what the command prints
 
 
 def test_the_hint_of_python_dash_m_caseboard_is_pasted_the_same_way(tmp_path: Path) -> None:

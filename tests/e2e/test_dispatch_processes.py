@@ -55,7 +55,7 @@ def test_incident_042_produces_the_promised_notifications_each_processed_once(cl
     promised = play_incident_042(cluster.database_url)
     every, snapshots = split(promised)
     latest = ("caseboard.snapshot", "incident-042@20/snapshot_changed")
-    cluster.spawn("worker", "--passive")
+    cluster.spawn("worker", "--passive", "--all-tenants")
     cluster.spawn("dispatch")
     done = poll(
         "every notification processed",
@@ -86,7 +86,7 @@ def test_a_dispatcher_killed_after_sending_re_sends_and_consumers_absorb_the_dup
     poll("the dispatcher to hand a batch over", lambda: cluster.saw(crashed, "dispatch_test_hook"))
     cluster.kill(crashed)
     assert cluster.status()["position"] == [0, 0]  # the batch was sent, the position never stored
-    cluster.spawn("worker", "--passive")
+    cluster.spawn("worker", "--passive", "--all-tenants")
     batch = len(every) + 1  # one coalesced snapshot notice for the whole batch
     first = poll(
         "the first copies processed",
@@ -146,6 +146,7 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     queue = "caseboard.specialist.log_query"
     victim = cluster.spawn(
         "worker",
+        "--all-tenants",
         "--participant",
         "scripted",
         "--kinds",
@@ -158,7 +159,15 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     cluster.kill(victim)
     items_before = [item.type for commit in ledger.read("ws-kill") for item in commit.items]
     assert items_before.count("work_result") == 1  # the effect happened; the message was never acked
-    cluster.spawn("worker", "--participant", "scripted", "--kinds", "log_query", CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000")
+    cluster.spawn(
+        "worker",
+        "--all-tenants",
+        "--participant",
+        "scripted",
+        "--kinds",
+        "log_query",
+        CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
+    )
 
     def redelivered() -> list[tuple[str, str, int]]:
         return [row for row in processed(cluster.database_url) if row[0] == queue]
@@ -200,7 +209,7 @@ def test_messages_redis_lost_while_work_was_pending_are_re_driven_from_postgres(
         assert cluster.flush_redis() > 0  # every pending message is gone from the broker
     else:
         server.restart()  # no persistence: every pending message is gone; the dispatcher keeps running
-    cluster.spawn("worker", "--passive")
+    cluster.spawn("worker", "--passive", "--all-tenants")
     done = poll(
         "every notification processed after the re-drive",
         lambda: (rows := processed(cluster.database_url)) and len(rows) == status["delivered"] and rows,
@@ -228,7 +237,7 @@ def test_the_controller_runs_scripted_workers_within_the_budget_across_processes
         }
     )
     assert Coordinator(ledger).submit(parse_contribution(line))["ok"]
-    cluster.spawn("worker", "--participant", "scripted", "--tick", "0.5", "--turn-timeout", "10")
+    cluster.spawn("worker", "--all-tenants", "--participant", "scripted", "--tick", "0.5", "--turn-timeout", "10")
     cluster.spawn("dispatch")
 
     def ended() -> dict[str, Any] | None:

@@ -123,7 +123,7 @@ def test_an_escalation_reaches_the_webhook_signed_once_in_effect_through_failure
     crashed = cluster.spawn("dispatch", CASEBOARD_DISPATCH_TEST_HOOK="pause-after-send", **env)
     poll("the dispatcher to hand the batch over", lambda: cluster.saw(crashed, "dispatch_test_hook"))
     cluster.kill(crashed)  # handed to the broker, its position never stored: the next one sends it again
-    cluster.spawn("worker", **env)
+    cluster.spawn("worker", "--tenant", "tenant-h", **env)
     cluster.spawn("dispatch", **env)
     poll("the handoff taken by the receiver", lambda: receiver.taken, timeout=90)
     poll("every copy of the notification processed", lambda: cluster.status()["unprocessed"] == 0, timeout=60)

@@ -43,7 +43,11 @@ def history(version: int) -> Notification:
 def test_a_worker_serves_its_queue_metrics_and_the_duplicates_it_absorbed(cluster: Cluster) -> None:
     port = free_port()
     worker = cluster.spawn(
-        "worker", "--passive", CASEBOARD_WORKER_METRICS_PORT=str(port), CASEBOARD_WORKER_METRICS_HOST="127.0.0.1"
+        "worker",
+        "--passive",
+        "--all-tenants",
+        CASEBOARD_WORKER_METRICS_PORT=str(port),
+        CASEBOARD_WORKER_METRICS_HOST="127.0.0.1",
     )
     poll("the worker's metrics port", lambda: scrape(port))
     broker = RedisBroker(url=cluster.redis_url, namespace=cluster.namespace)  # type: ignore[no-untyped-call]

@@ -87,8 +87,8 @@ def write(clients: list[httpx.Client], workspace_id: str, writer: int, barrier: 
 
 
 def test_two_servers_and_two_workers_share_one_ledger_and_one_broker(cluster: Cluster, servers: Servers) -> None:
-    cluster.spawn("worker", "--passive")
-    cluster.spawn("worker", "--passive")
+    cluster.spawn("worker", "--passive", "--all-tenants")
+    cluster.spawn("worker", "--passive", "--all-tenants")
     cluster.spawn("dispatch")
     ids = [f"ws-scale-{n}" for n in range(WORKSPACES)]
     for n, workspace_id in enumerate(ids):

@@ -55,6 +55,8 @@ def test_serve_demo_prints_keys_and_a_curl_line_that_works(tmp_path: Path) -> No
                 lines.append(process.stdout.readline())
             printed = "".join(lines)
             assert f"http://127.0.0.1:{port}/docs" in printed
+            assert "incident-042 loaded (22 versions" in printed  # what `make run` tells, cited evidence included
+            assert f"http://127.0.0.1:{port}/ui/" in printed
             curl = next(line for line in lines if "/view?budget_chars" in line)
             token = re.search(r"Bearer (cbk_\S+)'", curl)
             assert token is not None
@@ -73,7 +75,7 @@ def test_serve_demo_prints_keys_and_a_curl_line_that_works(tmp_path: Path) -> No
                     assert time.monotonic() < deadline, "the demo server did not answer"
                     time.sleep(0.05)
             assert view.status_code == 200
-            assert view.json()["built_from_version"] == 20
+            assert view.json()["built_from_version"] == 22
             hidden = httpx.get(
                 f"{base}/workspaces/incident-042", headers={"Authorization": f"Bearer {outsider.group(1)}"}
             )

@@ -34,7 +34,10 @@ def test_a_passive_worker_with_redis_down_logs_json_and_backs_off(tmp_path: Path
     )
     with log.open("wb") as sink:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "caseboard", "worker", "--passive"], env=env, stdout=sink, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "caseboard", "worker", "--passive", "--all-tenants"],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 60

@@ -331,9 +331,28 @@ def test_a_key_with_several_roles_acts_in_the_role_its_header_names(served: tupl
         return unnamed, named, not_held
 
     unnamed, named, not_held = anyio.run(scenario)
-    assert (unnamed["reason"], unnamed["field"]) == ("invalid", "X-Caseboard-Role")
+    assert unnamed["ok"] is True  # whoami answers who the key is, whatever role it would act in
+    assert (unnamed["principal"], unnamed["tenant_id"]) == ("dual", "tenant-a")
+    assert (unnamed["role"], unnamed["roles"]) == (None, ["planner", "specialist"])
     assert (named["principal"], named["role"], named["roles"]) == ("dual", "specialist", ["planner", "specialist"])
     assert (not_held["reason"], not_held["retryable"]) == ("forbidden", False)
+
+
+def test_a_refusal_for_bad_arguments_names_every_problem_an_unknown_argument_by_its_name(
+    served: tuple[ServeProcess, str],
+) -> None:
+    server, url = served
+    reader = token(url, "reader-bad", "planner")
+
+    async def scenario() -> dict[str, Any]:
+        async with over_http(server.base_url, reader) as client:
+            return await call(client, "read_view", {"budget_chars": "many", "bogus": 1})
+
+    refusal = anyio.run(scenario)
+    assert refusal["reason"] == "invalid"
+    message = refusal["message"]
+    assert "bogus: unknown field" in message and "workspace_id: required field is missing" in message
+    assert "budget_chars:" in message and "more problem" not in message
 
 
 def test_a_request_without_a_valid_key_is_answered_401_unauthenticated(served: tuple[ServeProcess, str]) -> None:

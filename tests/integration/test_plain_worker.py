@@ -101,7 +101,7 @@ def test_scripted_is_registered_as_a_caseboard_participants_entry_point() -> Non
 
 def test_an_unknown_participant_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
-    assert main(["--database-url", url, "worker", "--participant", "nope"]) == 2
+    assert main(["--database-url", url, "worker", "--all-tenants", "--participant", "nope"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "unknown participant 'nope'" in line
     assert "scripted" in line

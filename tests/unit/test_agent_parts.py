@@ -75,7 +75,7 @@ def run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
 def test_a_mistake_starting_an_agent_is_one_line_and_exit_status_2(
     tmp_path: Path, args: tuple[str, ...], env: dict[str, str], expected: str
 ) -> None:
-    done = run(tmp_path, "agent", "--role", "planner", "--principal", "planner-1", *args, **env)
+    done = run(tmp_path, "agent", "--role", "planner", "--principal", "planner-1", "--all-tenants", *args, **env)
     assert done.returncode == 2
     assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr

@@ -46,3 +46,15 @@ def test_only_a_tool_that_declares_a_header_has_its_schema_checked_against_the_h
     refused = validate_mcp_param_headers(checked["routed"], {"region": "eu"}, {})
     assert refused is not None and "Mcp-Param-Region" in refused.message
     assert json.dumps(checked["routed"]) == json.dumps(tools[1].input_schema)
+
+
+def test_docs_agents_md_lists_every_tool_the_server_offers() -> None:
+    from pathlib import Path
+
+    from caseboard.mcp_server.catalog import Catalog
+    from caseboard.mcp_server.server import tool_specs
+
+    page = (Path(__file__).parents[2] / "docs" / "agents.md").read_text()
+    listed = {line.split("`")[1] for line in page.splitlines() if line.startswith("| `")}
+    offered = {spec.name for spec in tool_specs(Catalog.__new__(Catalog))}
+    assert len(offered) == 8 and listed == offered
