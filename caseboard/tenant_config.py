@@ -29,8 +29,8 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from caseboard.domain.errors import ConfigurationError
@@ -93,10 +93,9 @@ class Webhook(_Strict):
 
     def where(self) -> str:
         """The URL without credentials, query or fragment: what logs and delivery records name."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
+        url = httpx.URL(self.url)
+        port = f":{url.port}" if url.port else ""
+        return f"{url.scheme}://{url.host}{port}{url.path}"
 
 
 class TenantConfig(_Strict):

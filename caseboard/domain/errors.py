@@ -36,6 +36,7 @@ this module say where they live.
     ├── ModelUnavailable                a participant's model did not answer (agent/model.py)
     ├── SourceFailed                    a diagnostic source could not answer (sources/base.py)
     ├── BadRequest                      a work request a source cannot run as asked (sources/record.py)
+    ├── Undelivered                     a webhook did not take a handoff; retried (handoff/deliver.py)
     └── CorpusError                     an evaluation corpus that cannot be read (evaluation/incident.py)
 
 Inside the PostgreSQL ledger, three errors are the driver's own types on purpose, so that the driver's and

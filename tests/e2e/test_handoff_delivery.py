@@ -5,7 +5,6 @@ notification over (real dispatcher and worker processes, PostgreSQL and Redis)."
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +18,7 @@ from caseboard.handoff.signing import verify
 from caseboard.ledger import open_ledger
 from tests.conftest import ROOT, caseboard
 from tests.e2e.procs import Cluster, poll
+from tests.sources.servers import Serving
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -52,11 +52,10 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?token=never-logged"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serving = Serving(self.server)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serving.stop()
 
 
 @pytest.fixture

@@ -21,8 +21,10 @@ WORKSPACE_ROUTES = {
     "/workspaces/{workspace_id}/events",
     "/workspaces/{workspace_id}/judgments",
     "/workspaces/{workspace_id}/health",
+    "/workspaces/{workspace_id}/handoffs",
 }
 PROBES: list[tuple[str, str, dict[str, Any]]] = [
+    ("GET", "/workspaces/{ws}/handoffs", {}),
     ("GET", "/workspaces/{ws}", {}),
     ("GET", "/workspaces/{ws}", {"params": {"version": 1}}),
     ("GET", "/workspaces/{ws}", {"params": {"version": 999}}),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -13,6 +12,7 @@ import pytest
 
 from caseboard.sources.config import SourceConfig
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
+from tests.sources.servers import Serving
 
 AUTH_LOG = """2026-03-02T13:55:00Z payments-api-2 auth ok user=a
 2026-03-02T13:57:12Z payments-api-2 auth_failure handshake: unknown certificate authority
@@ -117,15 +117,14 @@ class Loki:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serving = Serving(self.server)
 
 
 @pytest.fixture
 def loki() -> Iterator[Loki]:
     server = Loki()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.serving.stop()
 
 
 def test_a_logql_range_query_cites_each_stream_and_sends_only_the_declared_read(loki: Loki, tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 
 def free_port() -> int:
@@ -94,6 +94,28 @@ def _serving(program: str, config: Path, port: int, flags: list[str]) -> Iterato
         process.wait(20)
 
 
+class Serving:
+    """An ``http.server`` answering on a thread of this process until ``stop``: it handles one request at a time
+    and sees the stop within 50 ms (the suite calls no server's shutdown method: tests/unit/test_good_neighbour.py
+    looks for that call, which stops a whole Redis)."""
+
+    def __init__(self, server: http.server.HTTPServer) -> None:
+        self.server = server
+        self.server.timeout = 0.05
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            self.server.handle_request()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.server.server_close()
+
+
 def have_prometheus() -> bool:
     return shutil.which("prometheus") is not None
 
@@ -132,14 +154,24 @@ def counter_target() -> Iterator[tuple[str, Counter]]:
     test increments while it wants authentication to fail."""
     registry = CollectorRegistry()
     failures = Counter("auth_failures", "authentication failures", registry=registry)
-    port = free_port()
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = generate_latest(registry)
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    serving = Serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics))
     try:
-        yield f"127.0.0.1:{port}", failures
+        yield f"127.0.0.1:{serving.server.server_address[1]}", failures
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        serving.stop()
 
 
 class RecordingProxy:
@@ -169,11 +201,10 @@ class RecordingProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serving = Serving(self.server)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serving.stop()
 
 
 class FaultServer:
@@ -247,12 +278,11 @@ class FaultServer:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serving = Serving(self.server)
 
     def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.serving.stop()
 
 
 def _name(common: str) -> x509.Name:
