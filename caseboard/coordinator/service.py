@@ -176,7 +176,7 @@ class Coordinator:
             self._one_per_tenant(key, opening)
         citations: Citations | None = None  # resolved once, when first met
         with self.workspaces.writing(key) as unit:
-            if _retires(contribution):
+            if _retires(contribution) and contribution.author.role in it.ROLES["retire"]:  # else forbidden, below
                 self._entries_promoted(tenant_of(unit.state), contribution)
             for _ in range(MAX_ATTEMPTS):
                 result, citations = self._decide(unit, contribution, citations)

@@ -271,7 +271,7 @@ class FaultServer:
                 if mode == "drop":
                     self.wfile.write(fault.BODY[: len(fault.BODY) // 2])
                     self.wfile.flush()
-                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True  # the server closes it now, half the body short
                     return
                 self.wfile.write(fault.BODY)
 

@@ -38,8 +38,9 @@ def decide(board: Board) -> tuple[ControllerDecision, Followups]:
 def checked(board: Board, request_id: str, query: dict[str, Any], kind: str = "certificate_check") -> None:
     request = {"type": "work_request", "request_id": request_id, "kind": kind, "target": "payments-api-1..3"}
     board.ok("planner", [request])
-    board.ok("specialist", [claim(request_id)])
-    board.ok("specialist", [result(request_id, 1, summary="chains compared", query=query)])
+    runner = "certificate-specialist"  # not an author of the evidence the check settles (rule 3 of ADR 0135)
+    board.ok("specialist", [claim(request_id)], principal=runner)
+    board.ok("specialist", [result(request_id, 1, summary="chains compared", query=query)], principal=runner)
 
 
 def explained(*verdicts: tuple[str, str]) -> Board:
