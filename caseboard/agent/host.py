@@ -4,7 +4,7 @@ The consumer side is the workers' own (``ConsumerHost``: at most once per consum
 attempts counted in the database); only the queues differ. An agent declares the queues of its role
 (``caseboard.planner``, ``caseboard.verifier``, ``caseboard.reporter`` or ``caseboard.specialist.<kind>``),
 so it never takes another role's notifications, and, with ``--with-controller``, the snapshot queue the
-controller decides on (docs/adr/0113) and the history queue (docs/adr/0160).
+controller decides on (docs/adr/0113), the history queue (docs/adr/0160) and the handoff queue (docs/pilot.md).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from caseboard.dispatcher.broker import declare_consumer
 from caseboard.dispatcher.notification import specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import ConsumerHost
-from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS
+from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
+from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS, deliverer_for
 from caseboard.workers.runtime import Participant
 
 
@@ -31,7 +31,8 @@ def role_queues(participants: Mapping[str, Participant], with_controller: bool) 
         queues.append(specialist_queue(kind) if kind else f"caseboard.{audience}")
     # the controller's process also takes in the history queue: in an agents' topology nobody else consumes it,
     # and a routed queue without a consumer is re-driven forever (docs/adr/0160)
-    return [*queues, *(["caseboard.snapshot", "caseboard.history"] if with_controller else [])]
+    # and so the handoff queue: the controller's process delivers handoffs (docs/pilot.md)
+    return [*queues, *(["caseboard.snapshot", "caseboard.history", HANDOFF_QUEUE] if with_controller else [])]
 
 
 def agent_host(
@@ -55,7 +56,14 @@ def agent_host(
         )
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
     return ConsumerHost(
-        store, app.coordinator(), participants, controller, kinds=kinds, tenant=tenant, tenant_of=tenant_of
+        store,
+        app.coordinator(),
+        participants,
+        controller,
+        kinds=kinds,
+        tenant=tenant,
+        tenant_of=tenant_of,
+        handoff=deliverer_for(app, store).deliver if with_controller else None,
     )
 
 

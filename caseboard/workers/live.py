@@ -66,7 +66,6 @@ def build_host(
         turn_timeout_s=turn_timeout_s,
         stall_after_s=app.settings.stall_after_s,
     )
-    deliverer = Deliverer(store, app.settings.tenants, lambda key, version: app.workspaces.show(key, version))
     return ConsumerHost(
         store,
         app.coordinator(),
@@ -74,9 +73,15 @@ def build_host(
         controller,
         kinds=kinds,
         test_hook=app.settings.worker_test_hook,
-        handoff=deliverer.deliver,
+        handoff=deliverer_for(app, store).deliver,
         **scope,
     )
+
+
+def deliverer_for(app: App, store: DispatchStore) -> Deliverer:
+    """What delivers handoffs to the tenants' webhooks (docs/pilot.md), in the process that runs the controller:
+    the plain worker, or the agent started ``--with-controller``."""
+    return Deliverer(store, app.settings.tenants, lambda key, version: app.workspaces.show(key, version))
 
 
 def start_worker(
