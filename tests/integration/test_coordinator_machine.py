@@ -440,7 +440,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def reclaim(self, data: st.DataObject) -> None:
         request_id = data.draw(st.sampled_from(sorted(self.model.requests)))
         request = self.model.requests[request_id]
-        expect = {"ok"} if request.holder is not None and not request.done else {Reason.INVALID.value}
+        # a claimed request is reclaimed (fenced); an unclaimed one too, announced again (ADR 0159); a done one not
+        expect = {"ok"} if not request.done else {Reason.INVALID.value}
         item = {"type": "work_reclaim", "request_id": request_id, "reason": "lease lapsed"}
         version, key = self.expectation(data)
         self.submit("controller", "controller-1", [item], expect, expected_version=version, key=key)
@@ -574,8 +575,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             for item in commit.items:
                 if item.type == "work_claim":
                     claims[item.request_id] = (commit.author.principal, claims.get(item.request_id, (None, 0))[1] + 1)
-                elif item.type == "work_reclaim":
-                    claims[item.request_id] = (None, claims[item.request_id][1])
+                elif item.type == "work_reclaim":  # an unclaimed request's too (ADR 0159): generation 0
+                    claims[item.request_id] = (None, claims.get(item.request_id, (None, 0))[1])
                 elif item.type in ("work_renew", "work_result"):
                     holder, generation = claims.get(item.request_id, (None, 0))
                     assert (holder, generation) == (commit.author.principal, item.generation), (

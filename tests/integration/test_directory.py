@@ -63,7 +63,7 @@ def test_a_tenants_workspaces_newest_first_paginated_filtered_and_moved_on_by_ne
         service = "checkout-api" if n == 4 else "payments-api"
         submit(coordinator, f"ws-{n}", tenant, "operator", opened(tenant, service))
     submit(coordinator, "ws-2", "tenant-a", "operator", {"type": "status", "to": "budget_exhausted", "reason": "spent"})
-    submit(coordinator, "ws-6", "tenant-a", "controller", judgment(1, 300), judgment(2, 200))
+    submit(coordinator, "ws-6", "tenant-a", "planner", judgment(1, 300), judgment(2, 200))
     directory = Directory(ledger.outbox, get_reducer(), 12, charged)
     directory.refresh()
     page = directory.listing("tenant-a", limit=3)
