@@ -29,7 +29,6 @@ from fastapi import APIRouter, Cookie, Form, Header, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security.utils import get_authorization_scheme_param
 
-from caseboard.agent.audit import stored_bytes
 from caseboard.api.auth import Caller, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.event_hub import end_event
@@ -39,6 +38,7 @@ from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.evidence.cited import stored_bytes
 from caseboard.keys import ApiKey
 from caseboard.projections.health import ledger_health
 from caseboard.reducers import get_reducer
