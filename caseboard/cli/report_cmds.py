@@ -71,8 +71,11 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
     except OSError as error:
         raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
     state = "intact" if report.intact else f"NOT INTACT at version {report.chain['first_bad_version']}"
+    mismatched = report.mismatched
+    if mismatched:
+        state += f"; altered since recorded: {', '.join(mismatched)}"
     sys.stderr.write(f"caseboard: wrote {out}: {report.workspace_id} at version {report.version}, chain {state}\n")
-    return 0 if report.intact else 1  # the page is written either way; a broken chain fails, as verify does
+    return 0 if report.intact and not mismatched else 1  # the page is written either way; fails as verify does
 
 
 def _commits(args: argparse.Namespace, upto: int | None = None) -> Iterator[Commit]:

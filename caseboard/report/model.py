@@ -51,6 +51,22 @@ class Report:
     def intact(self) -> bool:
         return bool(self.chain["intact"])
 
+    @property
+    def mismatched(self) -> list[str]:
+        """The excerpts, prompts and replies shown whose bytes do not hash to what their commit recorded."""
+        found = [
+            f"the excerpt {x['evidence_ref']} (version {x['version']})"
+            for x in self.excerpts or ()
+            if x["check"] == "mismatch"
+        ]
+        for call in self.calls or ():
+            found += [
+                f"the {name} of {call['invocation_id']}"
+                for name in ("prompt", "reply")
+                if call[name]["check"] == "mismatch"
+            ]
+        return found
+
 
 def chain_summary(chain: ChainReport) -> dict[str, Any]:
     out = chain.to_dict()

@@ -106,6 +106,13 @@ def test_a_workspace_page_shows_the_cited_excerpt_and_the_judgments_prompt_and_r
     assert '<tr class="excerpt" data-check="verified">' in html  # from the sidecar
     assert excerpt.replace("\n", "") in html.replace("\n", "")
     assert 'class="bytes prompt" data-check="not in this file"' in html
-    (tmp_path / "ws-1.jsonl.excerpts.jsonl").unlink()
+    sidecar = tmp_path / "ws-1.jsonl.excerpts.jsonl"
+    record = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps({**record, "text": record["text"].replace("auth_failure", "auth_success")}) + "\n")
+    altered = caseboard("report", str(export), "--out", str(out), url=url)
+    assert altered.returncode == 1  # as verify: a cited excerpt that does not match fails
+    assert "altered since recorded: the excerpt" in altered.stderr
+    assert '<tr class="excerpt" data-check="mismatch">' in out.read_text()
+    sidecar.unlink()
     assert caseboard("report", str(export), "--out", str(out), url=url).returncode == 0
     assert '<tr class="excerpt" data-check="not in this file">' in out.read_text()
