@@ -80,8 +80,8 @@ def calls(commits: Iterable[Commit], holder: Holder, tenant: str | None) -> list
     for commit in commits:
         for item in commit.items:
             if isinstance(item, it.Judgment):
-                exchange = _exchange(item, holder, tenant)
-                out.append({"invocation_id": item.invocation_id, "version": commit.version, **exchange})
+                shown = exchange(item, holder, tenant)
+                out.append({"invocation_id": item.invocation_id, "version": commit.version, **shown})
     return out
 
 
@@ -91,7 +91,8 @@ def _stored(holder: Holder, tenant: str | None, sha256: str) -> dict[str, Any]:
     return stored_bytes(holder.store, tenant, sha256)
 
 
-def _exchange(item: it.Judgment, holder: Holder, tenant: str | None) -> dict[str, Any]:
+def exchange(item: it.Judgment, holder: Holder, tenant: str | None) -> dict[str, Any]:
+    """A judgment's ``prompt`` and ``reply``, each with its check (the console's judgments page shows them too)."""
     output = item.output
     prompt = _stored(holder, tenant, item.prompt_sha256)
     reply_id = output.get("reply_artifact")
