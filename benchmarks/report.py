@@ -24,12 +24,13 @@ from caseboard.reducers import get_reducer
 from caseboard.replay.rebuild import replay_file
 from caseboard.replay.transfer import export
 from caseboard.report import model, page
+from caseboard.report.attached import Holder
 from caseboard.report.source import file_record
 
 
 def report(path: Path, out: Path) -> int:
     """What ``caseboard report`` does with a file; the size of the page written."""
-    built = model.build_from(file_record(path), get_reducer())
+    built = model.build_from(file_record(path), get_reducer(), holder=Holder())  # a file with no sidecar
     assert built.intact and built.version == built.recorded
     return out.write_text(page.render(built), encoding="utf-8")
 

@@ -18,6 +18,7 @@ SECTIONS = ["commit", "replay", "dispatch", "http", "mcp", "artifacts", "agent",
 SECTIONS += ["console"]  # the operator's console (docs/console.md)
 SECTIONS += ["pilot"]  # the pilot loop's two ends (docs/pilot.md)
 SECTIONS.append("sources")  # source_query_overhead_ms (docs/sources.md)
+SECTIONS.append("cli")  # cli_help_s: caseboard --help in a fresh process (docs/benchmarks.md)
 
 
 def main() -> int:

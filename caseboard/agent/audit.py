@@ -8,12 +8,13 @@ the same commit, or why it contributed nothing.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 from caseboard.domain.commit import Commit
-from caseboard.evidence.model import ArtifactError, ArtifactStore
+from caseboard.evidence.cited import MAX_SHOWN_BYTES, stored_bytes  # in the evidence layer, for the report too
+
+__all__ = ["MAX_SHOWN_BYTES", "judgments", "stored_bytes", "table"]
 
 
 def judgments(commits: Iterable[Commit]) -> list[dict[str, Any]]:
@@ -46,34 +47,6 @@ def judgments(commits: Iterable[Commit]) -> list[dict[str, Any]]:
                 }
             )
     return out
-
-
-MAX_SHOWN_BYTES = 512 * 1024
-"""The most bytes of a prompt or reply ``stored_bytes`` hands back to be shown (all of them are hashed)."""
-
-
-def stored_bytes(artifacts: ArtifactStore, tenant_id: str, sha256: str) -> dict[str, Any]:
-    """The artifact ``sha256:<sha256>`` of the tenant, checked against the hash a judgment recorded: ``check`` is
-    ``verified`` when the stored bytes hash to it, ``mismatch`` when they do not (the artifact was altered), and
-    ``missing`` when the store has no such artifact (never stored, or removed under retention); ``text`` the
-    bytes as UTF-8 (at most ``MAX_SHOWN_BYTES``; undecodable bytes replaced), None when missing."""
-    digest = hashlib.sha256()
-    shown = bytearray()
-    try:
-        for block in artifacts.read(tenant_id, f"sha256:{sha256}"):
-            digest.update(block)
-            if len(shown) < MAX_SHOWN_BYTES:
-                shown += block[: MAX_SHOWN_BYTES - len(shown)]
-    except ArtifactError as error:
-        return {"check": "missing", "sha256": sha256, "found_sha256": None, "text": None, "detail": str(error)}
-    found = digest.hexdigest()
-    return {
-        "check": "verified" if found == sha256 else "mismatch",
-        "sha256": sha256,
-        "found_sha256": found,
-        "text": shown.decode("utf-8", errors="replace"),
-        "detail": None if found == sha256 else f"the stored bytes hash to {found}",
-    }
 
 
 def table(entries: list[dict[str, Any]]) -> str:

@@ -29,7 +29,6 @@ from fastapi import APIRouter, Cookie, Form, Header, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security.utils import get_authorization_scheme_param
 
-from caseboard.agent.audit import stored_bytes
 from caseboard.api.auth import Caller, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.event_hub import end_event
@@ -44,6 +43,7 @@ from caseboard.projections.health import ledger_health
 from caseboard.reducers import get_reducer
 from caseboard.replay.history import VersionNotRecorded, check_versions, diff, history, told
 from caseboard.report import model, page
+from caseboard.report.attached import Holder, exchange
 from caseboard.report.source import ledger_record
 
 router = APIRouter(prefix="/ui", tags=["auditor pages"])
@@ -296,16 +296,10 @@ def _call(
     svc: Services, tenant: str, version: int, principal: str, item: it.Judgment, done: list[dict[str, Any]]
 ) -> dict[str, Any]:
     output = item.output
-    prompt = stored_bytes(svc.app.artifacts, tenant, item.prompt_sha256)
+    shown = exchange(item, Holder(svc.app.artifacts), tenant)
+    prompt, reply = shown["prompt"], shown["reply"]
     if prompt["text"] is not None:
         prompt["messages"] = _messages(prompt["text"])
-    reply_id = output.get("reply_artifact")
-    if isinstance(reply_id, str) and reply_id.startswith("sha256:"):
-        reply = stored_bytes(svc.app.artifacts, tenant, reply_id.removeprefix("sha256:"))
-    else:  # recorded before replies were kept: what the judgment itself holds (sealed in its commit)
-        recorded = output.get("reply", output.get("raw"))
-        text = None if recorded is None else recorded if isinstance(recorded, str) else json.dumps(recorded, indent=2)
-        reply = {"check": "recorded", "sha256": output.get("reply_sha256"), "text": text, "detail": None}
     usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
     return {
         "version": version,

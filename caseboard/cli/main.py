@@ -3,44 +3,67 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from caseboard.app import App, build_app
-from caseboard.cli import (
-    agent_cmds,
-    artifacts_cmds,
-    demo,
-    dispatch_cmds,
-    evaluate_cmds,
-    handoff_cmds,
-    health_cmds,
-    keys_cmds,
-    knowledge_cmds,
-    ledger_cmds,
-    mcp_cmd,
-    replay_cmds,
-    report_cmds,
-    serve_cmds,
-    specialist_cmds,
+if TYPE_CHECKING:
+    from caseboard.app import App
+    from caseboard.domain.errors import CaseboardError
+
+Handler = Callable[["App", argparse.Namespace], int]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (the module that registers and runs it, its line in --help); imported only when the command runs,
+    # so that parsing and --help import nothing heavy (tests/unit/test_cli_imports.py keeps this in step)
+    "submit": ("ledger_cmds", "submit contributions, one JSON object per line"),
+    "show": ("ledger_cmds", "the projection of a workspace, at its head or any past version"),
+    "log": ("ledger_cmds", "the ledger, one JSON object per commit"),
+    "timeline": ("ledger_cmds", "observations in source event-time order"),
+    "export": ("replay_cmds", "a workspace's ledger as a recorded incident (JSONL, hash chained)"),
+    "import": ("replay_cmds", "load a recorded incident after verifying its chain"),
+    "verify": ("replay_cmds", "re-compute the hash chain of a workspace or a recorded incident file"),
+    "replay": ("replay_cmds", "the projection at version N, rebuilt from the record alone"),
+    "compare": ("replay_cmds", "where two reducers disagree over recorded incidents (exit 1 if any)"),
+    "demo": ("demo", "play the incident-042 scenario and narrate it"),
+    "dispatch": ("dispatch_cmds", "follow the ledger's outbox and hand notifications to dramatiq"),
+    "worker": (
+        "dispatch_cmds",
+        "run the consumers, the controller and the lease sweeper (participants only with --participant)",
+    ),
+    "outbox": ("dispatch_cmds", "the outbox and its dispatcher"),
+    "keys": ("keys_cmds", "API keys for the HTTP API (create, list, revoke)"),
+    "serve": ("serve_cmds", "serve the HTTP API (OpenAPI at /docs)"),
+    "mcp": ("mcp_cmd", "serve MCP on standard input and output (key from CASEBOARD_API_KEY)"),
+    "artifacts": ("artifacts_cmds", "stored evidence: put, get, list, excerpt, remove"),
+    "agent": ("agent_cmds", "run a model-backed participant for one role (docs/participants.md)"),
+    "judgments": ("agent_cmds", "every recorded model call of a workspace"),
+}
+COMMANDS["report"] = ("report_cmds", "one self-contained HTML page of a recorded investigation")  # docs/auditor.md
+COMMANDS["diff"] = ("report_cmds", "what changed between two versions, and why each status changed")
+COMMANDS["explain"] = ("report_cmds", "the history of one item's status, with the commits that changed it")
+COMMANDS["evaluate"] = (  # the workspace against a single agent (docs/evaluation.md)
+    "evaluate_cmds",
+    "run evaluation incidents through the workspace and a single bounded agent; report",
 )
-from caseboard.cli.reading import ledger_exists, raise_no_ledger
-from caseboard.database_url import DatabaseUrl
-from caseboard.domain.errors import CaseboardError, ConfigurationError, LedgerUnavailable
-from caseboard.logs import configure_logging
-from caseboard.replay.audit import ChainBroken
-from caseboard.settings import Settings
+COMMANDS["health"] = (  # docs/health.md
+    "health_cmds",
+    "coordination health: invalidations, stale evidence, outstanding work, budgets, outcomes",
+)
+COMMANDS["knowledge"] = ("knowledge_cmds", "the store of promoted findings: search, audit, rebuild")  # knowledge.md
+COMMANDS["handoffs"] = ("handoff_cmds", "a workspace's handoffs to people, and every delivery attempt")  # docs/pilot.md
+COMMANDS["specialist"] = (  # a diagnostic source as a specialist (docs/sources.md)
+    "specialist_cmds",
+    "answer work requests from a read-only diagnostic source (docs/sources.md)",
+)
 
-Handler = Callable[[App, argparse.Namespace], int]
-MODULES = [ledger_cmds, replay_cmds, demo, dispatch_cmds, keys_cmds, serve_cmds, mcp_cmd, artifacts_cmds, agent_cmds]
-MODULES.append(report_cmds)  # report, diff, explain (docs/auditor.md)
-MODULES.append(evaluate_cmds)  # evaluate: the workspace against a single agent (docs/evaluation.md)
-MODULES.append(health_cmds)  # coordination health (docs/health.md)
-MODULES.append(knowledge_cmds)  # the knowledge store: search, audit, rebuild (docs/knowledge.md)
-MODULES.append(handoff_cmds)  # handoffs: what a person was sent, and each delivery attempt (docs/pilot.md)
-MODULES.append(specialist_cmds)  # a diagnostic source as a specialist (docs/sources.md)
+
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"caseboard.cli.{name}")
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,19 +72,49 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is neither an option nor ``--database-url``'s value."""
+    words = iter(argv)
+    for word in words:
+        if word == "--database-url":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser. Given ``argv``, only the module of the command it names is imported (and its commands
+    registered in full); every other command is listed by name and help alone, so ``--help`` and a mistake in
+    the arguments import no command's dependencies. Without ``argv``, every command in full."""
     parser = Parser(prog="caseboard", description="Event-sourced incident investigation workspaces.")
     parser.add_argument("--database-url", help="ledger URL (default: $CASEBOARD_DATABASE_URL or the embedded SQLite)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for module in MODULES:
-        module.register(commands)
+    named = None if argv is None else named_command(argv)
+    wanted = {module for module, _ in COMMANDS.values()} if argv is None else set()
+    if named in COMMANDS:
+        wanted.add(COMMANDS[named][0])
+    for name, (module, help_line) in COMMANDS.items():
+        if module in wanted:
+            wanted.discard(module)
+            command_module(module).register(commands)
+        elif name not in commands.choices:
+            commands.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> int:
     """The command line. ``cache_loggers`` when this process runs nothing else (``run``, the entry point):
     see ``configure_logging``."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words).parse_args(words)
+    from caseboard.app import build_app
+    from caseboard.cli.reading import ledger_exists, raise_no_ledger
+    from caseboard.domain.errors import CaseboardError
+    from caseboard.logs import configure_logging
+    from caseboard.replay.audit import ChainBroken
+    from caseboard.settings import Settings
+
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format, cache=cache_loggers)
@@ -97,6 +150,8 @@ MISSING_DATABASE = re.compile(r'database "([^"]+)" does not exist')
 
 def explain(error: CaseboardError, url: str) -> str:
     """The message of an error, with what to do where a driver's words alone would mislead."""
+    from caseboard.domain.errors import LedgerUnavailable
+
     text = str(error)
     missing = MISSING_DATABASE.search(text)
     if isinstance(error, LedgerUnavailable) and missing:
@@ -105,6 +160,9 @@ def explain(error: CaseboardError, url: str) -> str:
 
 
 def missing_database(name: str, url: str) -> str:
+    from caseboard.database_url import DatabaseUrl
+    from caseboard.domain.errors import ConfigurationError
+
     try:
         database: DatabaseUrl | None = DatabaseUrl.parse(url)
     except ConfigurationError:

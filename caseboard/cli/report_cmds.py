@@ -2,7 +2,7 @@
 
 A path that exists is a recorded incident file; anything else is a workspace of the configured ledger (as
 for ``replay``). ``report`` writes one self-contained HTML page, a broken chain included (it says so at the
-top); ``diff`` and ``explain`` fold only a verified chain, as ``replay`` does.
+top, and exits 1); ``diff`` and ``explain`` fold only a verified chain, as ``replay`` does.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from caseboard.cli.replay_cmds import REDUCER_HELP, _workspace_app, _workspace_o
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.reducers import REDUCERS, get_reducer
+from caseboard.replay import excerpts
 from caseboard.replay.audit import checked_file_commits, checked_ledger_commits
 from caseboard.replay.history import check_versions, diff, explain, history
 from caseboard.report import model, page
+from caseboard.report.attached import Holder
 from caseboard.report.source import file_record, ledger_record
 
 
@@ -54,21 +56,26 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
     if path.exists():
         if not path.is_file():
             raise CaseboardError(f"{path} is a directory; report takes one recorded incident file")
-        report = model.build_from(file_record(path), reducer, args.at_version)
+        sidecar = excerpts.sidecar_of(path)
+        holder = Holder(sidecar=excerpts.read_sidecar(sidecar) if sidecar.is_file() else None)
+        report = model.build_from(file_record(path), reducer, args.at_version, holder)
     else:
         with _workspace_app(args) as app:
             key = _workspace_or_missing_file(app, args.target)
             if app.ledger.head(key) == 0:
                 raise UnknownWorkspace(args.target)
-            report = model.build_from(ledger_record(app.ledger, key), reducer, args.at_version)
+            report = model.build_from(ledger_record(app.ledger, key), reducer, args.at_version, Holder(app.artifacts))
     out = Path(args.out)
     try:
         out.write_text(page.render(report), encoding="utf-8")
     except OSError as error:
         raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
     state = "intact" if report.intact else f"NOT INTACT at version {report.chain['first_bad_version']}"
+    mismatched = report.mismatched
+    if mismatched:
+        state += f"; altered since recorded: {', '.join(mismatched)}"
     sys.stderr.write(f"caseboard: wrote {out}: {report.workspace_id} at version {report.version}, chain {state}\n")
-    return 0
+    return 0 if report.intact and not mismatched else 1  # the page is written either way; fails as verify does
 
 
 def _commits(args: argparse.Namespace, upto: int | None = None) -> Iterator[Commit]:

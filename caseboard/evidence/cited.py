@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from caseboard.domain.citations import Span
 from caseboard.domain.commit import Commit
-from caseboard.evidence.model import ArtifactNotFound, ArtifactStore, RangeOutside
+from caseboard.evidence.model import ArtifactError, ArtifactNotFound, ArtifactStore, RangeOutside
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +63,31 @@ def excerpts_for(
         return {}
     opened = store()
     return {c.evidence_ref: read_excerpt(opened, tenant_id, c) for c in cited}
+
+
+MAX_SHOWN_BYTES = 512 * 1024
+"""The most bytes of a prompt or reply ``stored_bytes`` hands back to be shown (all of them are hashed)."""
+
+
+def stored_bytes(artifacts: ArtifactStore, tenant_id: str, sha256: str) -> dict[str, Any]:
+    """The artifact ``sha256:<sha256>`` of the tenant, checked against the hash a judgment recorded: ``check`` is
+    ``verified`` when the stored bytes hash to it, ``mismatch`` when they do not (the artifact was altered), and
+    ``missing`` when the store has no such artifact (never stored, or removed under retention); ``text`` the
+    bytes as UTF-8 (at most ``MAX_SHOWN_BYTES``; undecodable bytes replaced), None when missing."""
+    digest = hashlib.sha256()
+    shown = bytearray()
+    try:
+        for block in artifacts.read(tenant_id, f"sha256:{sha256}"):
+            digest.update(block)
+            if len(shown) < MAX_SHOWN_BYTES:
+                shown += block[: MAX_SHOWN_BYTES - len(shown)]
+    except ArtifactError as error:
+        return {"check": "missing", "sha256": sha256, "found_sha256": None, "text": None, "detail": str(error)}
+    found = digest.hexdigest()
+    return {
+        "check": "verified" if found == sha256 else "mismatch",
+        "sha256": sha256,
+        "found_sha256": found,
+        "text": shown.decode("utf-8", errors="replace"),
+        "detail": None if found == sha256 else f"the stored bytes hash to {found}",
+    }

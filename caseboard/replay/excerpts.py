@@ -62,7 +62,8 @@ def write_excerpts(commits: list[Commit], store: ArtifactStore, out: IO[str]) ->
     return count
 
 
-def _sidecar(path: Path) -> dict[tuple[int, int], bytes | None]:
+def read_sidecar(path: Path) -> dict[tuple[int, int], bytes | None]:
+    """The excerpts of a sidecar by (version, item): their bytes, None for one the store no longer had."""
     found: dict[tuple[int, int], bytes | None] = {}
     with path.open(encoding="utf-8") as handle:
         for line in handle:
@@ -86,7 +87,7 @@ def check_excerpts(
     if not report.intact:
         return report
     listed = list(commits)
-    given = _sidecar(sidecar) if sidecar is not None and sidecar.exists() else {}
+    given = read_sidecar(sidecar) if sidecar is not None and sidecar.exists() else {}
     tenant = tenant_of(listed)
     for cited in cited_in(listed):
         key = (cited.version, cited.item)

@@ -15,8 +15,11 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError
 from caseboard.projections.timeline import timeline
 from caseboard.reducers import Reducer, WorkspaceState
+from caseboard.replay.excerpts import tenant_of
 from caseboard.replay.history import VersionNotRecorded, facets, history
 from caseboard.replay.verify import ChainReport
+from caseboard.report import attached
+from caseboard.report.attached import Holder
 from caseboard.report.source import Record
 
 
@@ -39,10 +42,30 @@ class Report:
     statuses: dict[str, list[dict[str, Any]]]
     judgments: list[dict[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
+    excerpts: list[dict[str, Any]] | None = None
+    """The cited excerpts with their bytes (``attached.excerpts``); None when not gathered."""
+    calls: list[dict[str, Any]] | None = None
+    """Each judgment's prompt and reply (``attached.calls``); None when not gathered."""
 
     @property
     def intact(self) -> bool:
         return bool(self.chain["intact"])
+
+    @property
+    def mismatched(self) -> list[str]:
+        """The excerpts, prompts and replies shown whose bytes do not hash to what their commit recorded."""
+        found = [
+            f"the excerpt {x['evidence_ref']} (version {x['version']})"
+            for x in self.excerpts or ()
+            if x["check"] == "mismatch"
+        ]
+        for call in self.calls or ():
+            found += [
+                f"the {name} of {call['invocation_id']}"
+                for name in ("prompt", "reply")
+                if call[name]["check"] == "mismatch"
+            ]
+        return found
 
 
 def chain_summary(chain: ChainReport) -> dict[str, Any]:
@@ -135,7 +158,17 @@ def graph(projection: dict[str, Any], now: dict[str, Any]) -> dict[str, list[dic
         if obs is None or ref in nodes:
             return
         status = "stale" if obs["stale"] else "late" if obs["late_arrival"] else obs["event_time_quality"]
-        nodes[ref] = {"id": ref, "kind": "observation", "status": status, "label": ref, "text": obs["statement"]}
+        shown = f"event time {obs['event_time_quality']}"
+        shown += ", stale" if obs["stale"] else ""
+        shown += ", late arrival" if obs["late_arrival"] else ""
+        nodes[ref] = {
+            "id": ref,
+            "kind": "observation",
+            "status": status,
+            "shown": shown,
+            "label": ref,
+            "text": obs["statement"],
+        }
 
     for ref, hyp in hypotheses.items():
         nodes[ref] = {
@@ -181,6 +214,16 @@ def graph(projection: dict[str, Any], now: dict[str, Any]) -> dict[str, list[dic
     return {"nodes": list(nodes.values()), "edges": edges}
 
 
-def build_from(record: Record, reducer: Reducer[WorkspaceState], at_version: int | None = None) -> Report:
-    """``build`` over a record opened by ``caseboard.report.source``."""
-    return build(record.commits, record.chain, reducer, at_version, record.source)
+def build_from(
+    record: Record, reducer: Reducer[WorkspaceState], at_version: int | None = None, holder: Holder | None = None
+) -> Report:
+    """``build`` over a record opened by ``caseboard.report.source``; with ``holder``, the cited excerpts and
+    each judgment's prompt and reply of the versions shown too (``attached``)."""
+    if holder is None:
+        return build(record.commits, record.chain, reducer, at_version, record.source)
+    commits = list(record.commits)
+    report = build(commits, record.chain, reducer, at_version, record.source)
+    shown = [commit for commit in commits if commit.version <= report.version]
+    report.excerpts = attached.excerpts(shown, holder)
+    report.calls = attached.calls(shown, holder, tenant_of(shown))
+    return report

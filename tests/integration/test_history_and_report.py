@@ -87,7 +87,7 @@ def test_a_report_of_a_stored_workspace_with_an_altered_row_says_so_and_stops_be
         assert edited != bytes(state)
         conn.execute("UPDATE caseboard_commits SET state = ? WHERE originator_version = 16", (edited,))
     out = tmp_path / "report.html"
-    assert main(["--database-url", url, "report", "incident-042", "--out", str(out)]) == 0
+    assert main(["--database-url", url, "report", "incident-042", "--out", str(out)]) == 1
     assert "NOT INTACT at version 16" in capsys.readouterr().err
     html = out.read_text()
     assert 'data-intact="false">NOT INTACT: this record fails verification at version 16 (altered)' in html

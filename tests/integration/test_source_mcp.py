@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from caseboard.domain.errors import ConfigurationError
@@ -13,7 +14,10 @@ from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
 from caseboard.sources.config import SourceConfig, load_sources
+from tests.conftest import service_missing
+from tests.e2e.procs import poll
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
+from tests.sources.servers import RecordingProxy, counter_target, have_prometheus, prometheus
 
 SERVER = Path(__file__).resolve().parents[1] / "sources" / "mcp_server.py"
 TOOLS = ["certificate_inventory", "restart_service", "rotate_certificate", "broken"]
@@ -110,3 +114,36 @@ def test_caseboard_s_own_mcp_server_answers_its_read_only_tools_and_its_submit_i
         assert ledger.head("x") == 0
     finally:
         ledger.close()
+
+
+def test_a_read_only_mcp_server_from_pypi_answers_from_a_real_prometheus_and_sends_only_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prometheus-mcp-server`` (PyPI, its tools annotated readOnlyHint: true) in front of a private Prometheus,
+    itself behind a proxy that records every request: the call is recorded and cited, and what reached
+    Prometheus is its query API read, nothing else."""
+    if not have_prometheus():
+        service_missing("prometheus", FileNotFoundError("Debian's prometheus is not installed"))
+    program = Path(sys.executable).with_name("prometheus-mcp-server")
+    with counter_target() as (target, failures), prometheus([target]) as prom:
+        failures.inc(3)
+        poll("a sample", lambda: httpx.get(f"{prom}/api/v1/query", params={"query": "auth_failures_total"}).json()
+             ["data"]["result"], timeout=30)  # fmt: skip
+        proxy = RecordingProxy(prom)
+        try:
+            monkeypatch.setenv("PROMETHEUS_URL", proxy.url)
+            options = {"command": [str(program)], "tools": ["execute_query"], "env_from": ["PROMETHEUS_URL"]}
+            with embedded(tmp_path) as app:
+                who = specialist(
+                    app, "prometheus-mcp", SourceConfig.model_validate({"type": "mcp", "options": options})
+                )
+                asked = {"tool": "execute_query", "arguments": {"query": "auth_failures_total"}}
+                result = request_and_answer(app, who, "mcp-7", "mcp_query", asked)[-1].items[0]
+                stored = whole(app, result.query.response).decode()
+        finally:
+            proxy.close()
+    assert result.status == "completed" and result.query.completed is True, result.summary
+    assert result.query.parameters == {"tool": "execute_query", "arguments": '{"query": "auth_failures_total"}'}
+    assert target in stored and "auth_failures_total" in stored
+    assert proxy.received and {method for method, _ in proxy.received} == {"GET"}
+    assert {path.split("?")[0] for _, path in proxy.received} <= {"/api/v1/query", "/api/v1/status/buildinfo"}

@@ -204,7 +204,7 @@ LAYERS: dict[str, set[str]] = {
     "coordinator": {"domain", "ledger", "projections", "reducers"},
     "dispatcher": {"database_url", "domain", "ledger", "projections", "reducers"},
     "replay": {"domain", "evidence", "ledger", "reducers"},
-    "report": {"domain", "ledger", "projections", "reducers", "replay"},
+    "report": {"domain", "evidence", "ledger", "projections", "reducers", "replay"},
     "keys": {"database_url", "domain", "ledger"},
     "evidence": {"database_url", "domain", "ledger"},  # the artifact store checks connections as the ledger does
     "knowledge": {"database_url", "dispatcher", "domain", "ledger"},
