@@ -465,7 +465,14 @@ def _observation(
         }
     else:
         room = Room(state, reducer)
-        room.admit(body.id, must_stay=False, what="observation", counts=not body.derived_from)
+        source = reducer.copied_from(state, excerpt) if excerpt is not None and not body.derived_from else None
+        copies = reducer.copy_group(state, source) if source is not None else ()  # one source: counted once
+        room.admit(
+            body.id,
+            must_stay=False,
+            what="observation",
+            counts=not body.derived_from and not room.shares(copies, body.id),
+        )
         decision = {"id": body.id, **room.decision()}
     if excerpt is not None:
         decision["excerpt"] = excerpt
