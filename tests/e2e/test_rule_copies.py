@@ -188,3 +188,21 @@ def test_a_source_is_displaced_with_all_its_copies_and_counted_once(door: Door) 
     assert projection["selected_items"]["observations"] == ["o-a"]
     assert projection["counters"]["selected_items"] == 3
     assert projection["status"] == "investigating"
+
+
+def test_an_operator_selects_a_copy_of_a_selected_source_without_taking_room(door: Door) -> None:
+    """At max_selected_items 2, full with a source (and its copy) and a plain observation: the operator drops the
+    copy and selects it again; it takes no room of its own, so the selection is not refused as over the limit."""
+    put, play = door
+    log = put(LOG)
+    steps = [
+        opening(max_selected_items=2),
+        step("specialist-1", "specialist", 1, cited("c1", -10, log, "lines", 2, 4)),
+        step("specialist-2", "specialist", 2, cited("c2", -10, log, "lines", 3, 3)),
+        step("specialist-3", "specialist", 3, observation("o-a", -5)),
+        step("operator-1", "operator", 4, {"type": "selection", "deselect": ["c2"], "reason": "a copy"}),
+        step("operator-1", "operator", 5, {"type": "selection", "select": ["c2"], "reason": "keep it in view"}),
+    ]
+    projection = play("ws-reselect", steps)
+    assert sorted(projection["selected_items"]["observations"]) == ["c1", "c2", "o-a"]
+    assert projection["counters"]["selected_items"] == 2
