@@ -12,7 +12,10 @@ first:
 
 When an item must be selected and the selection is full, the lowest-ranked selected observation is deselected
 and the decision says why; an item of ranks 1-2 that finds nothing below it to displace escalates the
-workspace to ``human_review_required`` instead. Derived summaries do not count against the limit. These are
+workspace to ``human_review_required`` instead. Derived summaries do not count against the limit, and
+observations that cite the same excerpt (copies of one source, as the reducer judges them:
+``Reducer.copy_group``, ADR 0166) count once: a copy takes room only when no other copy is selected, and the
+policy displaces a group of copies whole, or not at all. These are
 the coordinator's recorded decisions: reducers apply them as recorded, so old ledgers replay unchanged.
 """
 
@@ -63,7 +66,7 @@ class Room:
         if item_id in self.deselected:  # displaced by this item a moment ago: undo that instead
             index = self.deselected.index(item_id)
             del self.deselected[index], self.deselection[index]
-            self.count += 1
+            self.count += self._counts(item_id)
             return
         counts = self._counts(item_id) if counts is None else counts
         if not counts or self.count < self.limit:
@@ -71,11 +74,16 @@ class Room:
             return
         lowest = self._lowest(above=None if must_stay else (0, 0, self.state.version + 1))
         if lowest is not None:
-            tier, _, version, victim = lowest
-            self.deselected.append(victim)
-            self.deselection.append(
-                {"id": victim, "reason": f"room for {what} {item_id!r}: ranked lowest ({TIERS[tier]}, v{version})"}
-            )
+            tier, _, version, _, victims = lowest
+            copies = f"; one source with {', '.join(victims)}" if len(victims) > 1 else ""
+            for victim in victims:
+                self.deselected.append(victim)
+                self.deselection.append(
+                    {
+                        "id": victim,
+                        "reason": f"room for {what} {item_id!r}: ranked lowest ({TIERS[tier]}, v{version}){copies}",
+                    }
+                )
             self.count -= 1
             self._take(item_id, counts)
             return
@@ -105,7 +113,14 @@ class Room:
 
     def _counts(self, item_id: str) -> bool:
         obs = self.state.observations.get(item_id)
-        return obs is None or not obs.derived_from
+        if obs is None:
+            return True
+        return not obs.derived_from and not self.shares(self.reducer.copy_group(self.state, item_id), item_id)
+
+    def shares(self, group: tuple[str, ...], item_id: str) -> bool:
+        """Whether a copy of the same excerpt as ``item_id`` (another of ``group``) is selected: then it takes
+        no room of its own."""
+        return any(self.holds(ref) for ref in group if ref != item_id)
 
     @property
     def ranked(self) -> list[Rank]:
@@ -119,15 +134,16 @@ class Room:
         ranked = self.ranked  # only what the state has selected
         if self.keep or self.deselected:
             gone = self.keep.union(self.deselected)
-            ranked = [rank for rank in ranked if rank[3] not in gone]
+            ranked = [rank for rank in ranked if gone.isdisjoint(rank[4])]
         lowest = min(ranked, default=None)
         if lowest is None:
             return None
         return lowest if above is None or lowest[:3] < above else None
 
 
-Rank = tuple[int, int, int, str]
-"""(tier, references, version, id) of an observation: the lowest is deselected first, ties broken by id."""
+Rank = tuple[int, int, int, str, tuple[str, ...]]
+"""(tier, references, version, id, members) of an observation, or of a group of copies of one excerpt (the
+highest of its members' ranks, and every member selected): the lowest is deselected first, ties broken by id."""
 
 
 def _ranks(state: WorkspaceState, room: Room) -> list[Rank]:
@@ -155,18 +171,32 @@ def _ranks(state: WorkspaceState, room: Room) -> list[Rank]:
                     rests_on.update(supported.supporting)
     observations = state.observations
     plain = []
+    groups: dict[str, list[str]] = {}  # a group of copies, by its source: its selected members
     for ref in room.reducer.selected_now(state):
         obs = observations.get(ref)
         if obs is None:
             continue  # a hypothesis
         if obs.derived_from:
             references.update(obs.derived_from)
-        elif ref not in protected:
+            continue
+        group = room.reducer.copy_group(state, ref)
+        if len(group) > 1:
+            groups.setdefault(group[0], []).append(ref)
+        if ref not in protected:
             plain.append(obs)
-    if not references and not rests_on:
-        return [(0, 0, obs.version, obs.id) for obs in plain]
     ranks: list[Rank] = []
+    grouped: dict[str, list[Rank]] = {}
     for obs in plain:
         count = references[obs.id]
-        ranks.append((2 if obs.id in rests_on else 1 if count else 0, count, obs.version, obs.id))
+        rank = (2 if obs.id in rests_on else 1 if count else 0, count, obs.version, obs.id, (obs.id,))
+        group = room.reducer.copy_group(state, obs.id) if groups else (obs.id,)
+        if len(group) > 1:
+            grouped.setdefault(group[0], []).append(rank)
+        else:
+            ranks.append(rank)
+    for source, members in grouped.items():
+        if len(members) < len(groups[source]):
+            continue  # a copy challenges a live hypothesis: the source stays, with all its copies
+        top = max(members)
+        ranks.append((*top[:4], tuple(sorted(rank[3] for rank in members))))
     return ranks

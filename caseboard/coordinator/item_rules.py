@@ -300,7 +300,7 @@ def _evidence_under(state: WorkspaceState, refs: Iterable[str]) -> list[Observat
 
 @rule(it.Selection)
 def _selection_item(item: it.Selection, c: Context) -> Decision:
-    return _selection(c.state, item, c.path)
+    return _selection(c.state, item, c.path, c.reducer)
 
 
 @rule(it.Judgment)
@@ -465,7 +465,14 @@ def _observation(
         }
     else:
         room = Room(state, reducer)
-        room.admit(body.id, must_stay=False, what="observation", counts=not body.derived_from)
+        source = reducer.copied_from(state, excerpt) if excerpt is not None and not body.derived_from else None
+        copies = reducer.copy_group(state, source) if source is not None else ()  # one source: counted once
+        room.admit(
+            body.id,
+            must_stay=False,
+            what="observation",
+            counts=not body.derived_from and not room.shares(copies, body.id),
+        )
         decision = {"id": body.id, **room.decision()}
     if excerpt is not None:
         decision["excerpt"] = excerpt
@@ -647,7 +654,7 @@ def _holder(state: WorkspaceState, principal: str, request_id: str, generation: 
         refuse(Reason.FORBIDDEN, path, f"{principal!r} does not hold {request_id!r}; its holder does")
 
 
-def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision:
+def _selection(state: WorkspaceState, item: it.Selection, path: str, reducer: Reducer[WorkspaceState]) -> Decision:
     _refs(state, item.select, {"observation", "hypothesis"}, f"{path}.select")
     _refs(state, item.deselect, {"observation", "hypothesis"}, f"{path}.deselect")
     kept = [
@@ -666,11 +673,24 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
     deselected = [ref for ref in dict.fromkeys(item.deselect) if state.is_selected(ref)]
     selected = [ref for ref in dict.fromkeys(item.select) if not state.is_selected(ref)]
 
+    def group(ref: str) -> tuple[str, ...]:
+        """What ``ref`` takes room with: itself, or its source and the copies of it (counted once, ADR 0166)."""
+        obs = state.observations.get(ref)
+        return reducer.copy_group(state, ref) if obs is not None else (ref,)
+
+    def held(refs: tuple[str, ...]) -> bool:
+        return any((state.is_selected(ref) or ref in selected) and ref not in deselected for ref in refs)
+
     def counts(ref: str) -> int:
         obs = state.observations.get(ref)
-        return 0 if obs is not None and obs.derived_from else 1
+        return 0 if obs is not None and (obs.derived_from or held(group(ref))) else 1
 
-    after = state.selected_count - sum(map(counts, deselected)) + sum(map(counts, selected))
+    def derived(ref: str) -> bool:
+        obs = state.observations.get(ref)
+        return obs is not None and bool(obs.derived_from)
+
+    changed = {group(ref) for ref in (*selected, *deselected) if not derived(ref)}
+    after = state.selected_count + sum(held(refs) - any(map(state.is_selected, refs)) for refs in changed)
     limit = state.limits["max_selected_items"]
     if after > limit and after > state.selected_count:  # shrinking an over-full selection is always allowed
         refuse(
@@ -683,9 +703,10 @@ def _selection(state: WorkspaceState, item: it.Selection, path: str) -> Decision
         for obs in hyp.challenging:  # a newly selected hypothesis brings its contradictions, or escalates
             if state.is_selected(obs) or obs in selected:
                 continue
-            if counts(obs) == 0 or after < limit:
+            takes = counts(obs)
+            if takes == 0 or after < limit:
                 selected.append(obs)
-                after += counts(obs)
+                after += takes
             else:
                 reason = f"contradicting evidence {obs!r} does not fit within max_selected_items"
                 decision["escalated"] = {"to": ESCALATION, "reason": reason}

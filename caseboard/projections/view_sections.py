@@ -108,6 +108,9 @@ def sections(
         status = "selected" if state.is_selected(obs.id) else "not selected"
         if obs.derived_from:
             status += ", derived summary of " + ", ".join(sources(state, obs.derived_from)) + " (not a source)"
+        copied = getattr(state, "copy_of", {}).get(obs.id)
+        if copied is not None:
+            status += f", copy of {copied} (the same cited excerpt: not a separate source)"
         if obs.id in expiry:
             status += f", STALE: expired at {iso(obs.expires_at)} (as of {iso(as_of)})"
         elif obs.expires_at is not None:
@@ -252,7 +255,8 @@ def _observations(
     state: WorkspaceState, out: Sections, observation: Callable[[str, str, str | None], Candidate | None]
 ) -> None:
     """Selected observations, most referenced then most recent first; derived summaries of the same sources
-    collapse into one entry that names the others."""
+    collapse into one entry that names the others, and so do copies of one cited excerpt (reducer v4, rule 6):
+    one source, shown once, with its copies."""
     references: dict[str, int] = {}
     for hyp in state.hypotheses.values():
         for ref in (*hyp.supporting, *hyp.challenging):
@@ -263,12 +267,24 @@ def _observations(
     chosen: list[ObservationRec] = [state.observations[i] for i in state.selected_ids() if i in state.observations]
     chosen.sort(key=lambda o: (-references.get(o.id, 0), -o.version, o.id))
     groups: dict[tuple[str, ...], list[str]] = {}
+    copy_of: Any = getattr(state, "copy_of", {})
+    copies: dict[str, list[str]] = {}
     for obs in chosen:
         if obs.derived_from:
             groups.setdefault(tuple(sorted(sources(state, obs.derived_from))), []).append(obs.id)
+        elif copy_of:
+            copies.setdefault(copy_of.get(obs.id, obs.id), []).append(obs.id)
     for obs in chosen:
         if not obs.derived_from:
-            out.add(observation("observations", obs.id, None))
+            source = copy_of.get(obs.id, obs.id)
+            same = copies.get(source, [obs.id])
+            if same[0] != obs.id:
+                continue  # shown with the first of its group, under its source when that is selected
+            shown = source if source in same else obs.id
+            others = [ref for ref in sorted(same, key=lambda ref: state.observations[ref].version) if ref != shown]
+            note = f"one source with its copies (the same cited excerpt): {', '.join(others)}" if others else None
+            out.add(observation("observations", shown, note))
+            out.seen.update(others)
             continue
         group = groups[tuple(sorted(sources(state, obs.derived_from)))]
         if group[0] != obs.id:

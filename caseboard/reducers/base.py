@@ -4,7 +4,7 @@ and the model view call these (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -122,6 +122,19 @@ class Reducer(Generic[S]):
             return runners.get(request_id)  # type: ignore[no-any-return]
         observations: Any = getattr(state, "observations", {})
         return next((obs.author for obs in observations.values() if obs.via_request == request_id), None)
+
+    def copied_from(self, state: S, excerpt: Mapping[str, Any]) -> str | None:
+        """The observation whose cited excerpt ``excerpt`` (as the coordinator records it) copies: the same
+        excerpt hash, or an overlapping range of the same artifact (issue 33, rule 6; ADR 0166). A state that
+        keeps copies (workspace-rules-v4) knows it; a released state counts every observation as a source."""
+        find: Any = getattr(state, "copied_from", None)
+        return find(excerpt) if find is not None else None
+
+    def copy_group(self, state: S, ref: str) -> tuple[str, ...]:
+        """The observations that are one source with ``ref`` (its source first, then its copies): they count
+        once toward ``max_selected_items``. ``(ref,)`` for a released state."""
+        group: Any = getattr(state, "copy_group", None)
+        return group(ref) if group is not None else (ref,)
 
     def stopped(self, state: S) -> bool:
         """Whether work is stopped: the budget was exhausted and no reopen came since (issue 33, rule 10),

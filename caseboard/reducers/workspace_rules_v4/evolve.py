@@ -16,6 +16,10 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   commit's time by more than ``CLOCK_SKEW`` is recorded ``unverified`` and listed under ``future_clock``
   (ADR 0133); a challenge resting only on such observations is not a material change, and
   ``render.hypothesis_status`` does not count it;
+- rule 6, copies of one excerpt are one source: an observation whose excerpt (recorded in its decision) has
+  the SHA-256 of an earlier one, or overlaps an earlier one's range of the same artifact in the same unit, is
+  a copy of that source (``WorkspaceStateV4.cite``, ADR 0166); a group of copies counts once in
+  ``selected_count`` (so once toward ``max_selected_items``), and once among a hypothesis's sources;
 - each observation's event time widens the workspace's incident window (``first_event_at``,
   ``last_event_at``).
 
@@ -112,6 +116,31 @@ def restates(state: WorkspaceStateV4, item: it.Constraints) -> bool:
 
 
 def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
+    body = item if isinstance(item, it.Observation) else getattr(item, "observation", None)
+    excerpt = decision.get("excerpt")
+    if excerpt and isinstance(body, it.ObservationBody) and not body.derived_from:
+        state.cite(body.id, excerpt)
+    groups = _groups(state, decision)
+    before = {group: _held(state, group) for group in groups}
+    _apply(state, commit, item, decision)
+    for group, held in before.items():  # v1 counted each member; a group of copies is one source
+        after = _held(state, group)
+        state.selected_count += (after > 0) - (held > 0) - (after - held)
+
+
+def _groups(state: WorkspaceStateV4, decision: Decision) -> set[tuple[str, ...]]:
+    """The groups of copies whose selection ``decision`` changes (only those with more than one member)."""
+    if not state.copy_of:
+        return set()
+    refs = chain(decision.get("selected", ()), decision.get("deselected", ()))
+    return {group for group in map(state.copy_group, refs) if len(group) > 1}
+
+
+def _held(state: WorkspaceStateV4, group: tuple[str, ...]) -> int:
+    return sum(map(state.is_selected, group))
+
+
+def _apply(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
     match item:
         case it.Verification() if item.result != "inconclusive":
             window = window_of(state, item.claim)

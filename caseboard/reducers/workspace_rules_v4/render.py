@@ -11,6 +11,9 @@
   question still open, whatever the handoff text says.
 - Rule 4: a confirmed hypothesis with a material change after the version its verification was decided on is
   ``confirmed_before_challenge``, not ``confirmed``; each hypothesis shows ``verification_decided_on_version``.
+- Rule 6: observations that cite the same excerpt are one source with its copies: each observation shows
+  ``copy_of`` (the source it copies, or null) and ``copies``; a hypothesis's ``supporting_sources`` names each
+  source once (the first of its copies it cites) and ``supporting_copies`` the other copies under it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from caseboard.reducers.workspace_rules_v1.render import iso
 from caseboard.reducers.workspace_rules_v1.state import HypothesisRec, WorkspaceState
-from caseboard.reducers.workspace_rules_v3.render import coverage
+from caseboard.reducers.workspace_rules_v3.render import coverage, sources
 from caseboard.reducers.workspace_rules_v3.render import hypothesis_status as hypothesis_status_v3
 from caseboard.reducers.workspace_rules_v3.render import render as render_v3
 from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4
@@ -74,6 +77,19 @@ def unresolved(state: WorkspaceStateV4) -> dict[str, Any]:
     return {"checks": checks, "open_questions": questions}
 
 
+def one_source_each(state: WorkspaceStateV4, refs: tuple[str, ...]) -> tuple[list[str], dict[str, list[str]]]:
+    """The sources ``refs`` rest on (v3's, derived summaries resolved), copies of one excerpt counted once: each
+    group named by the first of it in ``refs``, with the other copies of it there."""
+    named: dict[str, str] = {}  # a group's source: the member that names it
+    copies: dict[str, list[str]] = {}
+    for ref in sources(state, refs):
+        source = state.copy_of.get(ref, ref)
+        first = named.setdefault(source, ref)
+        if first != ref:
+            copies.setdefault(first, []).append(ref)
+    return list(named.values()), copies
+
+
 def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     document = render_v3(state, reducer_version)
     statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
@@ -85,6 +101,9 @@ def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     for entry in document["hypotheses"]:
         entry["status"] = statuses[entry["id"]]
         entry["verification_decided_on_version"] = state.decided_on.get(entry["id"])
+        entry["supporting_sources"], entry["supporting_copies"] = one_source_each(
+            state, state.hypotheses[entry["id"]].supporting
+        )
     for entry in (*document["hypotheses"], *document["questions"]):
         entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
     document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
@@ -95,4 +114,6 @@ def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     for entry in document["observations"]:
         entry["event_time_flags"] = ["event_time_in_future"] if entry["id"] in state.future_clock else []
         entry["tied_with"] = [ref for ref in instants[entry["event_time"]] if ref != entry["id"]]
+        entry["copy_of"] = state.copy_of.get(entry["id"])
+        entry["copies"] = list(state.copies.get(entry["id"], ()))
     return document

@@ -7,12 +7,17 @@
 - ``future_clock``: the observations whose event time is later than their commit's time by more than the skew
   (rule 8), by id, with the version that recorded them: shown ``unverified`` with ``event_time_in_future``;
 - ``unsettled``: each verification or answer that would have settled a claim on a check whose coverage does
-  not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing.
+  not cover it (rule 1 of docs/rules-of-evidence.md), with what the coverage is missing;
+- ``copy_of`` / ``copies`` / ``excerpt_sources`` / ``cited_spans``: observations whose citations resolve to the
+  same excerpt (rule 6, ADR 0166): the first to cite it is the source, each later one a copy of it.
+  ``excerpt_sources`` finds a group by the excerpt's SHA-256 recorded at commit, ``cited_spans`` by an
+  overlapping range of the same artifact in the same unit (``lines`` or ``bytes``): both in what one
+  artifact's citations touch, never the history.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -57,10 +62,50 @@ class WorkspaceStateV4(WorkspaceStateV3):
     through ``Reducer.check_runner``)."""
     decided_on: MutableMapping[str, int] = field(default_factory=dict)
     future_clock: MutableMapping[str, int] = field(default_factory=dict)
+    copy_of: MutableMapping[str, str] = field(default_factory=dict)
+    copies: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
+    excerpt_sources: MutableMapping[str, str] = field(default_factory=dict)
+    cited_spans: MutableMapping[str, tuple[tuple[str, int, int, str], ...]] = field(default_factory=dict)
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
         *WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on", "future_clock",
+        "copy_of", "copies", "excerpt_sources", "cited_spans",
     )  # fmt: skip
+
+    def copied_from(self, excerpt: Mapping[str, Any]) -> str | None:
+        """The source an excerpt recorded at commit (``{"artifact", "lines"|"bytes", "sha256"}``) copies: the
+        first observation whose excerpt has its SHA-256, or whose range of the same artifact, in the same unit,
+        overlaps it; None when it is the first. Reads one artifact's citations."""
+        found = self.excerpt_sources.get(str(excerpt.get("sha256")))
+        if found is not None:
+            return found
+        unit = "lines" if "lines" in excerpt else "bytes"
+        first, last = excerpt[unit]
+        for span_unit, start, end, source in self.cited_spans.get(str(excerpt.get("artifact")), ()):
+            if span_unit == unit and start <= last and first <= end:
+                return source
+        return None
+
+    def copy_group(self, ref: str) -> tuple[str, ...]:
+        """The observations that are one source with ``ref``: its source first, then its copies; ``(ref,)``
+        when it shares its excerpt with none."""
+        source = self.copy_of.get(ref, ref)
+        copies = self.copies.get(source)
+        return (source, *copies) if copies else (ref,)
+
+    def cite(self, ref: str, excerpt: Mapping[str, Any]) -> None:
+        """Record that observation ``ref`` cites ``excerpt``: a copy of the source it shares it with, if any."""
+        source = self.copied_from(excerpt)
+        if source is not None:
+            self.copy_of[ref] = source
+            self.copies[source] = (*self.copies.get(source, ()), ref)
+        sha256, artifact = str(excerpt.get("sha256")), str(excerpt.get("artifact"))
+        if sha256 not in self.excerpt_sources:
+            self.excerpt_sources[sha256] = source or ref
+        unit = "lines" if "lines" in excerpt else "bytes"
+        first, last = excerpt[unit]
+        span = (unit, int(first), int(last), source or ref)
+        self.cited_spans[artifact] = (*self.cited_spans.get(artifact, ()), span)
 
 
 def slot(principal: str, key: str) -> str:
