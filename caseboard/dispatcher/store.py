@@ -228,8 +228,12 @@ class DispatchStore:
 
     def handoff_attempted(self, handoff_id: str, workspace_id: str, webhook: str, outcome: str, detail: str) -> int:
         """Records one attempt to deliver ``handoff_id`` to ``webhook`` (``delivered`` or ``failed``, with what
-        happened); returns its number, from 1."""
+        happened); returns its number, from 1. Two copies of one notification delivered side by side number
+        their attempts one after the other: on PostgreSQL a lock on the (handoff, webhook) pair, held to the
+        commit, orders them (SQLite's ``BEGIN IMMEDIATE`` already does)."""
         with self._tx() as cur:
+            if not self._sqlite:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{handoff_id}\n{webhook}",))
             cur.execute(
                 "INSERT INTO caseboard_handoff_attempts (handoff_id, workspace_id, webhook, attempt, at, outcome, "
                 "detail) SELECT %s, %s, %s, coalesce(max(attempt), 0) + 1, %s, %s, %s "

@@ -107,78 +107,82 @@ def test_a_worker_killed_mid_message_gets_it_redelivered_and_its_effect_happens_
     cluster: Cluster,
 ) -> None:
     ledger = open_ledger(cluster.database_url)
-    coordinator = Coordinator(ledger)
-    for principal, role, items in (
-        (
-            "op",
-            "operator",
-            [
-                {
-                    "type": "open",
-                    "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
-                    "goal": "g",
-                    "execution_mode": "read_only",
-                    "runtime_limits": {
-                        "max_selected_items": 20,
-                        "max_investigation_cycles": 0,
-                        "max_open_questions": 5,
-                        "max_proposals": 5,
-                        "max_pending_work": 5,
-                    },
-                }
-            ],
-        ),
-        (
-            "planner-1",
-            "planner",
-            [
-                {
-                    "type": "work_request",
-                    "request_id": "log-query-001",
-                    "kind": "log_query",
-                    "target": "auth logs",
-                }
-            ],
-        ),
-    ):
-        line = json.dumps({"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items})
-        assert coordinator.submit(parse_contribution(line))["ok"]
-    queue = "caseboard.specialist.log_query"
-    victim = cluster.spawn(
-        "worker",
-        "--all-tenants",
-        "--participant",
-        "scripted",
-        "--kinds",
-        "log_query",
-        CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
-        CASEBOARD_WORKER_TEST_HOOK=f"pause-after-effect:{queue}",
-    )
-    cluster.spawn("dispatch", "--redrive-after", "3600")
-    poll("the worker to stop mid-message", lambda: cluster.saw(victim, "worker_test_hook"))
-    cluster.kill(victim)
-    items_before = [item.type for commit in ledger.read("ws-kill") for item in commit.items]
-    assert items_before.count("work_result") == 1  # the effect happened; the message was never acked
-    cluster.spawn(
-        "worker",
-        "--all-tenants",
-        "--participant",
-        "scripted",
-        "--kinds",
-        "log_query",
-        CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
-    )
+    try:
+        coordinator = Coordinator(ledger)
+        for principal, role, items in (
+            (
+                "op",
+                "operator",
+                [
+                    {
+                        "type": "open",
+                        "scope": {"tenant_id": "t", "environment": "e", "service": "s"},
+                        "goal": "g",
+                        "execution_mode": "read_only",
+                        "runtime_limits": {
+                            "max_selected_items": 20,
+                            "max_investigation_cycles": 3,  # 0 would let the controller stop it before the claim
+                            "max_open_questions": 5,
+                            "max_proposals": 5,
+                            "max_pending_work": 5,
+                        },
+                    }
+                ],
+            ),
+            (
+                "planner-1",
+                "planner",
+                [
+                    {
+                        "type": "work_request",
+                        "request_id": "log-query-001",
+                        "kind": "log_query",
+                        "target": "auth logs",
+                    }
+                ],
+            ),
+        ):
+            line = json.dumps(
+                {"workspace_id": "ws-kill", "author": {"principal": principal, "role": role}, "items": items}
+            )
+            assert coordinator.submit(parse_contribution(line))["ok"]
+        queue = "caseboard.specialist.log_query"
+        victim = cluster.spawn(
+            "worker",
+            "--all-tenants",
+            "--participant",
+            "scripted",
+            "--kinds",
+            "log_query",
+            CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
+            CASEBOARD_WORKER_TEST_HOOK=f"pause-after-effect:{queue}",
+        )
+        cluster.spawn("dispatch", "--redrive-after", "3600")
+        poll("the worker to stop mid-message", lambda: cluster.saw(victim, "worker_test_hook"))
+        cluster.kill(victim)
+        items_before = [item.type for commit in ledger.read("ws-kill") for item in commit.items]
+        assert items_before.count("work_result") == 1  # the effect happened; the message was never acked
+        cluster.spawn(
+            "worker",
+            "--all-tenants",
+            "--participant",
+            "scripted",
+            "--kinds",
+            "log_query",
+            CASEBOARD_DRAMATIQ_HEARTBEAT_MS="1000",
+        )
 
-    def redelivered() -> list[tuple[str, str, int]]:
-        return [row for row in processed(cluster.database_url) if row[0] == queue]
+        def redelivered() -> list[tuple[str, str, int]]:
+            return [row for row in processed(cluster.database_url) if row[0] == queue]
 
-    [(_, nid, attempts)] = poll("the message redelivered and processed", redelivered)
-    assert nid == "ws-kill@2/work_requested/log-query-001"
-    assert attempts == 2
-    items: list[Any] = [item for commit in ledger.read("ws-kill") for item in commit.items]
-    assert [i.type for i in items].count("work_claim") == 1
-    assert [i.type for i in items].count("work_result") == 1
-    ledger.close()
+        [(_, nid, attempts)] = poll("the message redelivered and processed", redelivered)
+        assert nid == "ws-kill@2/work_requested/log-query-001"
+        assert attempts == 2
+        items: list[Any] = [item for commit in ledger.read("ws-kill") for item in commit.items]
+        assert [i.type for i in items].count("work_claim") == 1
+        assert [i.type for i in items].count("work_result") == 1
+    finally:
+        ledger.close()  # also when an assertion fails: an open connection would fail a later test
 
 
 @pytest.fixture
