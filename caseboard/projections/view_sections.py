@@ -28,6 +28,7 @@ ROLE_SECTIONS: dict[Role, tuple[str, ...]] = {
     Role.REPORTER: ("hypotheses", "proposals", "results", "observations", "reviews"),
     Role.CONTROLLER: ("proposals", "reviews", "hypotheses", "results", "observations"),
     Role.OPERATOR: ("proposals", "reviews", "hypotheses", "results", "observations"),
+    Role.INTAKE: ("observations", "results", "hypotheses", "proposals", "reviews"),  # its alerts first
 }
 PENDING = ("awaiting_result", "claimed")
 FINISHED = ("completed", "failed")

@@ -263,3 +263,22 @@ def test_a_notice_for_a_closed_workspace_is_recorded_as_a_late_arrival(server: R
     assert later.status_code == 201, later.text
     shown = projection(server, first["workspace_id"])
     assert shown["status"] == "closed" and len(shown["late_arrivals"]) == 1
+
+
+def test_an_intake_key_reads_its_workspace_like_any_role_and_never_gets_a_500(server: RunningServer) -> None:
+    client = intake(server)
+    opened = client.post("/intake/alertmanager", json=notification(alert("fp-1", "a-1"))).json()
+    key = opened["workspace_id"]
+    for path in (
+        f"/workspaces/{key}",
+        f"/workspaces/{key}/view?budget_chars=20000",
+        f"/workspaces/{key}/health",
+        f"/workspaces/{key}/ledger",
+    ):
+        response = client.get(path)
+        assert response.status_code < 500, (path, response.status_code, response.text)
+    view = client.get(f"/workspaces/{key}/view", params={"budget_chars": 20000})
+    assert view.status_code == 200 and view.json()["role"] == "intake", view.text
+    commits = client.get(f"/workspaces/{key}/ledger").json()["commits"]
+    [observed] = [i for c in commits for i in c["items"] if i["type"] == "observation"]
+    assert observed["id"] in view.json()["text"]  # its own alert, as every role sees it
