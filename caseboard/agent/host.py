@@ -19,7 +19,7 @@ from caseboard.dispatcher.broker import declare_consumer
 from caseboard.dispatcher.notification import specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
+from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost, priority
 from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS, deliverer_for
 from caseboard.workers.runtime import Participant
 
@@ -71,7 +71,7 @@ def start_agent(
     broker: dramatiq.Broker, host: ConsumerHost, queues: list[str], threads: int = 1, poll_ms: int = WORKER_TIMEOUT_MS
 ) -> dramatiq.Worker:
     for queue in queues:
-        declare_consumer(broker, queue, host.handle)
+        declare_consumer(broker, queue, host.handle, priority=priority(queue))
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()

@@ -81,9 +81,15 @@ def message_from(queue: str, body: str) -> dramatiq.Message[Any]:
 
 
 def declare_consumer(
-    broker: dramatiq.Broker, queue: str, handle: Callable[[dict[str, Any]], None], *, max_retries: int = 5
+    broker: dramatiq.Broker,
+    queue: str,
+    handle: Callable[[dict[str, Any]], None],
+    *,
+    max_retries: int = 5,
+    priority: int = 0,
 ) -> None:
-    """Declares the actor that takes ``queue``'s messages on ``broker`` (explicitly, never the global one)."""
+    """Declares the actor that takes ``queue``'s messages on ``broker`` (explicitly, never the global one).
+    ``priority``: among the messages a worker has fetched, the lower goes first (dramatiq's actor priority)."""
 
     if actor_name(queue) in broker.actors:
         return
@@ -97,6 +103,7 @@ def declare_consumer(
         queue_name=queue,
         actor_name=actor_name(queue),
         max_retries=max_retries,
+        priority=priority,
         min_backoff=50,
         max_backoff=2000,
     )(consume)

@@ -48,6 +48,11 @@ FIXED_QUEUES = (
 HANDOFF_QUEUE = "caseboard.handoff"
 
 
+def priority(queue: str) -> int:
+    """Among the messages a worker holds, a handoff goes first: a person waits on it (lower goes first)."""
+    return -1 if queue == HANDOFF_QUEUE else 0
+
+
 class ConsumerHost:
     def __init__(
         self,

@@ -21,7 +21,7 @@ from caseboard.dispatcher.store import DispatchStore
 from caseboard.dispatcher.wakeup import CommitListener
 from caseboard.handoff.deliver import Deliverer
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost
+from caseboard.workers.host import DEFAULT_KINDS, ConsumerHost, priority
 from caseboard.workers.plugins import load_participants
 from caseboard.workers.queue_metrics import Exposition, QueueMetrics, StopWithWorker
 
@@ -98,7 +98,7 @@ def start_worker(
     if exposition is not None:
         broker.add_middleware(StopWithWorker(QueueMetrics(broker, host.store, exposition)))
     for queue in host.queues():
-        declare_consumer(broker, queue, host.handle)
+        declare_consumer(broker, queue, host.handle, priority=priority(queue))
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()
