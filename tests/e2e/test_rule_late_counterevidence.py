@@ -16,10 +16,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import structlog
 
-from tests.e2e.evidence_doors import at, command, observation, opening, step, via_cli, via_http
+from caseboard.dispatcher.route import route
+from caseboard.handoff.document import build
+from caseboard.ledger import open_ledger
+from caseboard.reducers import get_reducer
+from tests.conftest import ROOT
+from tests.e2e.evidence_doors import T0, at, command, observation, opening, step, via_cli, via_http
 from tests.http_server import RunningServer, running_server
 
 FULL = {
@@ -319,3 +325,36 @@ def test_a_reopen_needs_an_owner_and_a_cycle(tmp_path: Path, server: RunningServ
     assert refused.status_code == 422, refused.text
     error = refused.json()
     assert (error["reason"], error["field"]) == ("invalid", field), error
+
+
+def test_the_reporter_is_told_a_person_is_handed_it_and_the_planner_hears_of_it_at_the_reopen(
+    tmp_path: Path,
+) -> None:
+    """What the dispatcher routes for each commit of the example played through the command line, and the
+    handoff document the late arrival makes."""
+    steps, _ = CASES["failures-before-the-change"]
+    via_cli(tmp_path, "ws-routed", [*CONCLUDED, *steps, reopen(30, max_investigation_cycles=4)])
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'cli.db'}")
+    reducer = get_reducer()
+    state = reducer.initial("ws-routed")
+    told: dict[int, set[tuple[str, str, str | None]]] = {}
+    try:
+        for commit in ledger.read("ws-routed"):
+            state = reducer.evolve(state, commit)
+            told[commit.version] = {(n.kind, n.audience, n.subject) for n in route(commit, state, reducer)}
+            if commit.version == 11:
+                projection = reducer.render(state)
+    finally:
+        ledger.close()
+    assert {("late_counterevidence", "reporter", "o-before"), ("handoff", "handoff", "late_counterevidence")} <= (
+        told[11]
+    )
+    assert not any(kind in ("late_counterevidence", "handoff") for kind, _, _ in told[10] | told[12])
+    assert ("evidence_changed", "planner", "h-chain") in told[12]
+    assert ("proposal_requires_revalidation", "planner", "p-rollback") in told[12]
+    document = json.loads(build("ws-routed", projection, T0, "late_counterevidence", None).body())
+    jsonschema.validate(document, json.loads((ROOT / "schemas" / "handoff.v1.schema.json").read_text()))
+    assert document["trigger"] == "late_counterevidence" and document["status"] == "closed"
+    assert [(e["observation"], e["bears_on"]) for e in document["late_counterevidence"]] == [
+        ("o-before", ["h-chain", "p-rollback"])
+    ]
