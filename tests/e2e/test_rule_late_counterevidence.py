@@ -20,10 +20,15 @@ import jsonschema
 import pytest
 import structlog
 
+from caseboard.agent.plugin import participant
+from caseboard.app import build_app
+from caseboard.dispatcher.notification import Notification
 from caseboard.dispatcher.route import route
+from caseboard.domain.items import Role
 from caseboard.handoff.document import build
 from caseboard.ledger import open_ledger
 from caseboard.reducers import get_reducer
+from caseboard.settings import Settings
 from tests.conftest import ROOT
 from tests.e2e.evidence_doors import T0, at, command, observation, opening, step, via_cli, via_http
 from tests.http_server import RunningServer, running_server
@@ -358,3 +363,19 @@ def test_the_reporter_is_told_a_person_is_handed_it_and_the_planner_hears_of_it_
     assert [(e["observation"], e["bears_on"]) for e in document["late_counterevidence"]] == [
         ("o-before", ["h-chain", "p-rollback"])
     ]
+
+
+def test_the_reporter_s_agent_is_asked_to_summarize_it_for_a_person(tmp_path: Path) -> None:
+    """caseboard's model-backed reporter acts on the announcement, on the closed workspace (its summary is a
+    derived summary: not a source, so it is no late counterevidence of its own)."""
+    app = build_app(Settings(database_url=f"sqlite:///{tmp_path}/l.db"))
+    try:
+        reporter = participant(app, object(), Role.REPORTER, "reporter-1")  # type: ignore[arg-type]
+    finally:
+        app.close()
+    told = Notification(
+        id="n", kind="late_counterevidence", audience="reporter", workspace_id="w", workspace_version=11,
+        subject="o-before",
+    )  # fmt: skip
+    task = reporter.task(told, {"status": "closed", "workspace_version": 11, "scope": {"tenant_id": "tenant-a"}})
+    assert task is not None and "o-before" in task and "arrived after the workspace closed" in task
