@@ -120,6 +120,25 @@ def constraint_changes(commits: list[Commit]) -> set[int]:
     return found
 
 
+def reopen_limit_changes(commits: list[Commit]) -> set[int]:
+    """The versions whose ``reopen`` changed a limit's value: a change of constraints under workspace-rules-v4
+    (rule 2 of docs/rules-of-evidence.md, ADR 0165; the released reducers do not count it, so it is kept out of
+    ``material_versions``)."""
+    limits: dict[str, Any] = {}
+    found: set[int] = set()
+    for commit in commits:
+        for item in commit.items:
+            new: dict[str, Any] = {}
+            if item.type == "open":
+                limits = item.runtime_limits.model_dump()
+            elif item.type in ("reopen", "constraints") and item.runtime_limits is not None:
+                new = item.runtime_limits.model_dump(exclude_none=True)
+            if item.type == "reopen" and any(limits.get(name) != value for name, value in new.items()):
+                found.add(commit.version)
+            limits = {**limits, **new}
+    return found
+
+
 SKEW_S = 5
 """Rule 8's skew, as docs/rules-of-evidence.md states it."""
 

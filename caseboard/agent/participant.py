@@ -113,6 +113,11 @@ class ModelParticipant:
                 f"{version}; reply with an empty items list when no completed check settles a claim."
             )
         if self.role is Role.REPORTER:
+            if notification.kind == "late_counterevidence":  # ADR 0165: a summary of it is not a source
+                return (
+                    f"{head}{about}. It arrived after the workspace closed and bears on its conclusion (see "
+                    f"late_counterevidence); summarize what it bears on as of version {version}, for a person to weigh."
+                )
             if notification.kind not in ("status_changed", "turn"):
                 return None
             return f"{head}{about}. Summarize what the workspace established as of version {version}."

@@ -149,6 +149,13 @@ def render_report(report: dict[str, Any]) -> str:
         f"accepted plans that later required revalidation: {accepted}\n"
     )
     out.append(_meaning("operator_corrections"))
+    late = report["late_counterevidence"]
+    out.append(f"late counterevidence: {late['total']}\n")
+    for obs in late["observations"]:
+        out.append(
+            f"  - {obs['observation']} at version {obs['recorded_at_version']}, bears on {', '.join(obs['bears_on'])}\n"
+        )
+    out.append(_meaning("late_counterevidence"))
     for name in ("refusals_by_reason", "duplicate_deliveries_absorbed"):
         out.append(f"{name.replace('_', ' ')}: {report[name]}\n")
         out.append(_meaning(name))
@@ -178,6 +185,7 @@ def render_tenants(document: dict[str, Any]) -> str:
             f"max {_age(first['max'])}\n",
             f"  operator corrections: {corr['reviews_revised']} revised, {corr['reviews_withdrawn']} withdrawn, "
             f"{corr['accepted_then_revalidation']} accepted then revalidated\n",
+            f"  late counterevidence: {figures['late_counterevidence']}\n",
             f"  refusals by reason: {figures['refusals_by_reason']}; duplicate deliveries absorbed: "
             f"{figures['duplicate_deliveries_absorbed']}\n",
         ]

@@ -223,7 +223,10 @@ def _work_result(item: it.WorkResult, c: Context) -> Decision:
     if state.status == "closed":
         decision["late_arrival"] = True
     if item.observation is not None:
-        _merge(decision, _observation(state, item.observation, f"{path}.observation", c.reducer, c.citations))
+        observation = _observation(
+            state, item.observation, f"{path}.observation", c.reducer, c.citations, item.request_id
+        )
+        _merge(decision, observation)
     return decision
 
 
@@ -450,6 +453,7 @@ def _observation(
     path: str,
     reducer: Reducer[WorkspaceState],
     citations: Citations | None = None,
+    request_id: str | None = None,
 ) -> Decision:
     _new_id(state, body.id, f"{path}.id")
     _refs(state, body.derived_from, {"observation"}, f"{path}.derived_from")
@@ -463,6 +467,9 @@ def _observation(
             "selected": [],
             "not_selected": [{"id": body.id, "reason": "late arrival: the workspace is closed"}],
         }
+        bears_on = reducer.bears_on(state, body, request_id)  # late counterevidence: announced, and handed to a person
+        if bears_on:
+            decision["bears_on"] = [{"ref": ref, "kind": kind, "why": why} for ref, kind, why in bears_on]
     else:
         room = Room(state, reducer)
         source = reducer.copied_from(state, excerpt) if excerpt is not None and not body.derived_from else None

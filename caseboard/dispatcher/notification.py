@@ -20,6 +20,7 @@ Kind = Literal[
     "work_requested",  # specialists of the request's kind: open work (new, or back after a reclaim)
     "turn",  # a participant the controller scheduled in a cycle
     "status_changed",  # reporter: the workspace status moved
+    "late_counterevidence",  # reporter: a late arrival bears on the closed workspace's conclusion (ADR 0165)
     "snapshot_changed",  # snapshot subscribers (controller): coalesced, only the latest matters
     "commit",  # history consumers: every commit, in order
     "handoff",  # the handoff deliverer: the workspace needs a person (caseboard/handoff)

@@ -4,8 +4,10 @@
 statuses and what a proposal rests on come from the reducer's interface (the current reducer unless another
 is named). Nobody is told about everything: the planner hears about proposals that now require
 revalidation and about changed evidence under its hypotheses; the verifier about claims to check; the
-specialists of a kind about open requests of that kind; the reporter about status changes; the handoff
-deliverer about a commit that hands the workspace to a person; snapshot subscribers get one coalescible notice
+specialists of a kind about open requests of that kind; the reporter about status changes and late
+counterevidence (an observation arriving after the workspace closed that bears on its conclusion, ADR 0165),
+which the planner hears about again when the workspace is reopened; the handoff deliverer about a commit that
+hands the workspace to a person; snapshot subscribers get one coalescible notice
 per commit, history consumers every commit (docs/adr/0010).
 """
 
@@ -26,13 +28,18 @@ HANDOFF_STATUSES = frozenset(
     {"human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion"}
 )
 """A commit that moves a workspace into one of these hands it to a person (caseboard/handoff, docs/pilot.md)."""
+LATE_COUNTEREVIDENCE = "late_counterevidence"
+"""So does a late arrival the coordinator found bearing on a closed conclusion (its decision's ``bears_on``)."""
 
 
 def handoff_trigger(commit: Commit) -> str | None:
     """The status a commit hands its workspace to a person with (a status item, or an escalation the
-    coordinator decided), else None. ``caseboard handoffs`` lists the commits for which this is not None."""
+    coordinator decided), ``late_counterevidence`` for a late arrival the coordinator found bearing on a closed
+    conclusion, else None. ``caseboard handoffs`` lists the commits for which this is not None."""
     trigger = None
     for item, decision in zip(commit.items, commit.decisions, strict=True):
+        if decision.get("late_arrival") and decision.get("bears_on"):
+            trigger = LATE_COUNTEREVIDENCE
         if isinstance(item, it.StatusChange) and item.to.value in HANDOFF_STATUSES:
             trigger = item.to.value
         escalation = decision.get("escalated")
@@ -95,6 +102,15 @@ def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState
                         add("turn", audience, principal, principal=principal)
             case it.StatusChange():
                 add("status_changed", "reporter", item.to.value)
+            case it.Reopen():
+                for rec in reducer.late_counterevidence(state):  # shown to the planner once work resumes
+                    if rec.kind == "hypothesis":
+                        add(
+                            "evidence_changed",
+                            "planner",
+                            rec.bears_on,
+                            evidence_revisions=_revisions(state, [rec.observation]),
+                        )
             case _:
                 pass
         escalation = decision.get("escalated")
@@ -112,6 +128,14 @@ def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState
                 proposal.id,
                 based_on_version=proposal.checked_at,
                 evidence_revisions={ref: state.material[ref] for ref in sorted(set(closure)) if ref in state.material},
+            )
+    for rec in reducer.late_counterevidence(state):
+        if rec.version == version:
+            add(
+                LATE_COUNTEREVIDENCE,
+                "reporter",
+                rec.observation,
+                evidence_revisions=_revisions(state, [rec.observation]),
             )
     trigger = handoff_trigger(commit)
     if trigger is not None:

@@ -16,8 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from caseboard.domain.workspace_key import bare, tenant_part
 
 SCHEMA = "caseboard.handoff.v1"
-TRIGGERS = ("human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion")
-"""The statuses whose arrival hands a workspace to a person (and ``late_counterevidence``)."""
+TRIGGERS = (
+    "human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion",
+    "late_counterevidence",
+)  # fmt: skip
+"""What hands a workspace to a person: the arrival of one of four statuses, or ``late_counterevidence``, a late
+arrival bearing on a closed workspace's conclusion (ADR 0165)."""
 SETTLED = ("completed",)
 NOTE = "This document informs a person. caseboard took no action on any system and asks for none."
 
@@ -42,6 +46,17 @@ class Check(_Doc):
     status: str
     summary: str | None = None
     coverage: dict[str, Any] | None = None
+
+
+class LateEvidence(_Doc):
+    """An observation that arrived after the workspace closed and bears on its conclusion (ADR 0165)."""
+
+    observation: str
+    recorded_at_version: int
+    bears_on: tuple[str, ...]
+    """The confirmed hypotheses and accepted proposals it bears on."""
+    why: tuple[str, ...]
+    """Why it bears on each, in the same order."""
 
 
 class ProposalStatus(_Doc):
@@ -70,6 +85,7 @@ class Handoff(_Doc):
         "human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion",
         "late_counterevidence",
     ]  # fmt: skip
+    """What handed it over: a status the workspace reached, or ``late_counterevidence`` (ADR 0165)."""
     status: str
     reason: str | None
     handoff: str | None
@@ -78,6 +94,9 @@ class Handoff(_Doc):
     open_questions: tuple[OpenQuestion, ...]
     incomplete_checks: tuple[Check, ...]
     proposals: tuple[ProposalStatus, ...]
+    late_counterevidence: tuple[LateEvidence, ...] = ()
+    """Observations that arrived after the workspace closed and bear on its conclusion (reducer v4): what a
+    ``late_counterevidence`` handoff is about; empty when the projection lists none."""
     links: Links
     note: str = NOTE
 
@@ -130,6 +149,15 @@ def build(key: str, projection: dict[str, Any], at: datetime, trigger: str, publ
                 for w in checks
             ],
             "proposals": [{"id": p["id"], "status": p["status"]} for p in projection.get("proposals", ())],
+            "late_counterevidence": [
+                {
+                    "observation": late["observation"],
+                    "recorded_at_version": late["recorded_at_version"],
+                    "bears_on": [bearing["ref"] for bearing in late["bears_on"]],
+                    "why": [bearing["why"] for bearing in late["bears_on"]],
+                }
+                for late in projection.get("late_counterevidence") or ()
+            ],
             "links": {"ui": ui, "report": f"caseboard report {key} --out report.html"},
         }
     )
@@ -146,6 +174,10 @@ def slack_text(handoff: Handoff) -> dict[str, str]:
         lines.append(f"Handoff: {handoff.handoff}")
     lines += [f"- open question: {q.text}" for q in handoff.open_questions]
     lines += [f"- check {c.request_id} ({c.kind}): {c.status}" for c in handoff.incomplete_checks]
+    lines += [
+        f"- late counterevidence {late.observation}: bears on {', '.join(late.bears_on)}"
+        for late in handoff.late_counterevidence
+    ]
     if handoff.links.ui:
         lines.append(handoff.links.ui)
     lines.append(NOTE)

@@ -15,6 +15,8 @@ Figures (``FIGURES`` says what each one means, for the report and the command li
   their ages;
 - ``cycles``: cycles used against the budget, and every cycle scheduled across reopens;
 - ``outcomes``: each time the workspace reached an outcome status, with the time from its opening;
+- ``late_counterevidence``: observations that arrived after the workspace closed and bear on its conclusion (a
+  confirmed hypothesis, an accepted plan; reducer v4, ADR 0165), each with what it bears on;
 - ``operator_corrections``: reviews that revised or withdrew a proposal, accepted plans that later required
   revalidation;
 - ``refusals_by_reason`` and ``duplicate_deliveries_absorbed``: ``not instrumented`` here. A refused
@@ -72,6 +74,9 @@ FIGURES: dict[str, str] = {
     "or human_review_required, with the seconds from its opening",
     "operator_corrections": "reviews that revised or withdrew a proposal, and accepted plans that later "
     "required revalidation",
+    "late_counterevidence": "observations that arrived after the workspace closed and bear on its conclusion "
+    "(a confirmed hypothesis or an accepted plan they name, are linked to, or share a source and time window "
+    "with): someone must weigh them, and reopen if they overturn it; 0 under a reducer that does not flag them",
     "refusals_by_reason": "contributions refused, by reason: a refusal appends nothing, so the ledger cannot "
     "say; counted per process in /metrics (caseboard_refusals_total)",
     "duplicate_deliveries_absorbed": "notifications delivered again and dropped by a consumer: absorbed before "
@@ -268,9 +273,22 @@ class HealthFold:
                 "reviews_withdrawn": self.reviews["withdrawn"],
                 "accepted_then_revalidation": accepted_then,
             },
+            "late_counterevidence": self._late(),
             "refusals_by_reason": NOT_INSTRUMENTED,
             "duplicate_deliveries_absorbed": NOT_INSTRUMENTED,
         }
+
+    def _late(self) -> dict[str, Any]:
+        state = self.state
+        assert state is not None
+        found: dict[str, dict[str, Any]] = {}
+        for rec in self.reducer.late_counterevidence(state):
+            entry = found.setdefault(
+                rec.observation,
+                {"observation": rec.observation, "recorded_at_version": rec.version, "bears_on": []},
+            )
+            entry["bears_on"].append(rec.bears_on)
+        return {"total": len(found), "observations": list(found.values())}
 
     def _first_outcome(self) -> float | None:
         return self.outcomes[0]["seconds_from_open"] if self.outcomes else None
@@ -324,7 +342,9 @@ def tenant_health(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
     total = {"invalidations": 0, "stale_evidence_in_use": 0, "reviews_revised": 0, "reviews_withdrawn": 0}
     accepted_then = 0
     exhausted_budget = 0
+    late = 0
     for report in listed:
+        late += report.get("late_counterevidence", {}).get("total", 0)
         total["invalidations"] += report["invalidations"]["total"]
         for change, count in report["invalidations"]["by_change"].items():
             by_change[change] += count
@@ -356,6 +376,7 @@ def tenant_health(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "reviews_withdrawn": total["reviews_withdrawn"],
             "accepted_then_revalidation": accepted_then,
         },
+        "late_counterevidence": late,
         "refusals_by_reason": NOT_INSTRUMENTED,
         "duplicate_deliveries_absorbed": NOT_INSTRUMENTED,
     }

@@ -7,7 +7,8 @@ at ``as_of`` (a caller that serves the view now passes the time now; the default
 view of V used months later says which evidence has expired since and which proposals it leaves needing
 revalidation (DESIGN.md §7, docs/model-view.md).
 
-Room goes first, and always, to the reserved sections (``view_sections.RESERVED``): contradictions of live
+Room goes first, and always, to the reserved sections (``view_sections.RESERVED``): late counterevidence (what
+arrived after the workspace closed and bears on its conclusion), contradictions of live
 hypotheses with the hypotheses they challenge, blocking conditions (pending and incomplete work), proposals
 that require revalidation with the stale evidence under them, open questions with their unsupported answers.
 Each reserved section first gets an equal share of the room, so one cannot starve the others; what is left

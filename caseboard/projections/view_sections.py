@@ -17,8 +17,10 @@ from caseboard.domain.items import Role
 from caseboard.projections.freshness import stale_evidence, stale_proposals
 from caseboard.reducers import ObservationRec, ProposalRec, Reducer, WorkspaceState, finding, sources
 
-RESERVED = ("contradictions", "blocking", "revalidation", "open_questions")
-"""Shown first and always: contradictions of live hypotheses (with the hypotheses), blocking conditions
+RESERVED = ("late_counterevidence", "contradictions", "blocking", "revalidation", "open_questions")
+"""Shown first and always: late counterevidence (observations that arrived after the workspace closed and bear on
+its conclusion, with what they bear on and why: reducer v4, ADR 0165), contradictions of live hypotheses (with
+the hypotheses), blocking conditions
 (pending and incomplete work), proposals that require revalidation (with the stale evidence under them),
 open questions (with the answers that cited no evidence)."""
 ROLE_SECTIONS: dict[Role, tuple[str, ...]] = {
@@ -176,7 +178,16 @@ def sections(
         note = f"kind={rec.kind}"
         return Candidate(section, "work", rec.request_id, note, prov, body, None, _flags(flags, rec.request_id))
 
-    # 1. contradictions: every live hypothesis with evidence against it, selected or not, and that evidence
+    # 1. late counterevidence: observations that arrived after the workspace closed, bearing on its conclusion
+    late: dict[str, list[Any]] = {}
+    for rec in reducer.late_counterevidence(state):
+        late.setdefault(rec.observation, []).append(rec)
+    for obs_id, recs in late.items():
+        bears = "; ".join(f"{rec.bears_on} ({rec.kind}): {rec.why}" for rec in recs)
+        out.add(
+            observation("late_counterevidence", obs_id, f"LATE: arrived after the workspace closed; bears on {bears}")
+        )
+    # 2. contradictions: every live hypothesis with evidence against it, selected or not, and that evidence
     challenged: dict[str, list[str]] = {}
     for hyp in live:
         for obs_id in hyp.challenging:
@@ -187,18 +198,18 @@ def sections(
         out.add(hypothesis("contradictions", hyp.id))
         for obs_id in hyp.challenging:
             out.add(observation("contradictions", obs_id, f"challenges hypothesis {', '.join(challenged[obs_id])}"))
-    # 2. blocking conditions: pending work, and checks that did not complete (with what they covered)
+    # 3. blocking conditions: pending work, and checks that did not complete (with what they covered)
     for rec in state.work.values():
         if rec.status in PENDING or rec.status == "incomplete":
             out.add(work("blocking", rec))
-    # 3. proposals that require revalidation, and the stale evidence under them
+    # 4. proposals that require revalidation, and the stale evidence under them
     for prop in state.proposals.values():
         if prop_status[prop.id] != "requires_revalidation":
             continue
         out.add(proposal("revalidation", prop))
         for obs_id in out.stale_proposals.get(prop.id, ()):
             out.add(observation("revalidation", obs_id, f"stale evidence under proposal {prop.id}"))
-    # 4. open questions, each with the answers that cited no evidence beside it
+    # 5. open questions, each with the answers that cited no evidence beside it
     unsupported: dict[str, list[Any]] = {}
     for answer in getattr(state, "unsupported_answers", {}).values():
         unsupported.setdefault(answer.question, []).append(answer)
@@ -226,7 +237,7 @@ def sections(
                 recorded_at_version=answer.version,
             )
             out.add(Candidate("open_questions", "answer", answer.ref, f"answer to {question.id}", prov, answer.text))
-    # 5. the role's own sections
+    # 6. the role's own sections
     for section in ROLE_SECTIONS[role]:
         if section == "hypotheses":
             for hyp in _hypotheses(state, live):

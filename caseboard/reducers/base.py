@@ -81,6 +81,9 @@ class Reducer(Generic[S]):
     rests_on: Callable[[S, Any], list[str]]
     idempotency_slot: Callable[[str, str], str]
     selected_now: Callable[[S], list[str]]
+    late_bearings: Callable[[S, Any, str | None], list[tuple[str, str, str]]] | None = None
+    """What a late observation bears on among the closed conclusions (rule 2, ADR 0165); None: nothing, as for
+    the released reducers, which do not flag late counterevidence."""
 
     def verified_finding(self, state: S, finding: str) -> Finding:
         """Whether ``finding`` (an id of ``state``) may be promoted, as this reducer judges it: a hypothesis
@@ -135,6 +138,18 @@ class Reducer(Generic[S]):
         once toward ``max_selected_items``. ``(ref,)`` for a released state."""
         group: Any = getattr(state, "copy_group", None)
         return group(ref) if group is not None else (ref,)
+
+    def bears_on(self, state: S, body: Any, request_id: str | None = None) -> list[tuple[str, str, str]]:
+        """The closed conclusions (confirmed hypotheses, accepted plans) the observation ``body`` (the result of
+        ``request_id``, if any), arriving after the workspace closed, bears on, each as ``(ref, kind, why)``
+        (issue 33, rule 2; ADR 0165). Empty for a reducer that does not flag late counterevidence."""
+        return [] if self.late_bearings is None else self.late_bearings(state, body, request_id)
+
+    def late_counterevidence(self, state: S) -> list[Any]:
+        """The late arrivals a state keeps as bearing on a closed conclusion, one record per observation and
+        conclusion (``observation``, ``bears_on``, ``kind``, ``why``, ``version``), in the order they were found;
+        empty for a released state."""
+        return list(getattr(state, "late_counter", {}).values())
 
     def stopped(self, state: S) -> bool:
         """Whether work is stopped: the budget was exhausted and no reopen came since (issue 33, rule 10),

@@ -353,7 +353,7 @@ def test_the_list_route_is_tenant_scoped_paginated_and_in_the_openapi_schema(con
     assert [row["workspace_id"] for row in escalated] == ["a-07"]
     agent = next(row for row in listed_rows(a) if row["workspace_id"] == AGENT_WS)
     assert agent["model_calls"]["used"] == 2 and agent["model_calls"]["budget"] == 6 * 12
-    assert agent["late_counterevidence"] is None  # workspace-rules-v3's projection has no such field
+    assert agent["late_counterevidence"] == 0  # workspace-rules-v4 lists none here (ADR 0165)
     assert httpx.get(console.server.base_url + "/workspaces").status_code == 401
     schema = a.get("/openapi.json").json()
     assert "get" in schema["paths"]["/workspaces"]

@@ -25,7 +25,10 @@ coordinator answered, and the invariants judge it. After every step:
   ``investigating`` (issue 33, rule 10);
 - an empty result proves nothing without its coverage (rule 1 of docs/rules-of-evidence.md): a hypothesis is
   ``confirmed`` or ``refuted`` only as the last verification that settled it by the oracle's reading of
-  coverage (tests/oracles.py), and every verification that did not is listed as ``coverage_insufficient``.
+  coverage (tests/oracles.py), and every verification that did not is listed as ``coverage_insufficient``;
+- a reopen that landed names an owner and leaves a budget of at least one cycle, and one that changed a limit is
+  a change of constraints: no proposal is ``current`` or ``accepted`` unless checked against a version after it;
+  what the projection lists as late counterevidence arrived late (issue 33, rule 2).
 At the end of each run, a replay of the workspace's export equals the projection.
 """
 
@@ -61,7 +64,7 @@ from caseboard.projections import Workspaces
 from caseboard.reducers import get_reducer
 from caseboard.replay.records import read_file
 from caseboard.replay.transfer import export
-from tests.oracles import material_versions, reviewed_against, settled_verifications
+from tests.oracles import material_versions, reopen_limit_changes, reviewed_against, settled_verifications
 from tests.unit.board import T0, FakeClock, iso, open_item
 
 REASONS = {reason.value for reason in Reason}
@@ -660,6 +663,30 @@ class CoordinatorMachine(RuleBasedStateMachine):
         }
         shown = {e["recorded_at_version"] for e in projection["coverage_insufficient"] if e["kind"] == "verification"}
         assert shown == unsettled, f"coverage_insufficient at {sorted(shown)}, expected at {sorted(unsettled)}"
+
+    @invariant()
+    def a_reopen_has_an_owner_and_a_cycle_and_new_limits_are_a_change(self) -> None:
+        projection = self.coordinator.workspaces.show(self.workspace)
+        commits = self.commits()
+        cycles: int | None = None
+        late: set[str] = set()
+        for commit in commits:
+            for item, decision in zip(commit.items, commit.decisions, strict=True):
+                if item.type == "open":
+                    cycles = item.runtime_limits.max_investigation_cycles
+                elif item.type == "reopen":
+                    cycles = item.runtime_limits.max_investigation_cycles or cycles
+                    assert item.owner and cycles is not None and cycles >= 1, f"a reopen at {commit.version}"
+                if decision.get("late_arrival") and "id" in decision:
+                    late.add(decision["id"])
+        changes = reopen_limit_changes(commits)
+        for entry in projection["proposals"]:
+            if entry["status"] in ("current", "accepted"):
+                against = reviewed_against(commits, entry["id"], entry["based_on_workspace_version"])
+                unseen = sorted(v for v in changes if v > against)
+                assert not unseen, f"{entry['id']} is {entry['status']}, checked at {against}; new limits at {unseen}"
+        flagged = {entry["observation"] for entry in projection["late_counterevidence"]}
+        assert flagged <= late, f"{sorted(flagged - late)} flagged as late counterevidence, not late arrivals"
 
     def teardown(self) -> None:
         try:

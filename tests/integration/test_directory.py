@@ -85,7 +85,7 @@ def test_a_tenants_workspaces_newest_first_paginated_filtered_and_moved_on_by_ne
     agent = directory.listing("tenant-a", text="ws-6")["workspaces"][0]
     assert agent["model_calls"] == {"used": 2, "budget": 6 * 12, "tokens": 500}
     assert agent["cycles"] == {"used": 0, "budget": 6}
-    assert agent["late_counterevidence"] is None  # workspace-rules-v3's projection has no such field
+    assert agent["late_counterevidence"] == 0  # workspace-rules-v4 lists none here (ADR 0165)
 
     moved_a, moved_b = directory.moved("tenant-a"), directory.moved("tenant-b")
     submit(

@@ -9,6 +9,7 @@ from caseboard.reducers.materiality import gaps
 from caseboard.reducers.workspace_rules_v3.render import closure, proposal_status
 from caseboard.reducers.workspace_rules_v4 import codec
 from caseboard.reducers.workspace_rules_v4.evolve import NAME, apply_item, evolve, initial
+from caseboard.reducers.workspace_rules_v4.late import bearings
 from caseboard.reducers.workspace_rules_v4.render import hypothesis_status, render
 from caseboard.reducers.workspace_rules_v4.state import WorkspaceStateV4, slot
 
@@ -26,6 +27,7 @@ REDUCER: Reducer[WorkspaceStateV4] = Reducer(
     rests_on=closure,
     idempotency_slot=slot,
     selected_now=lambda state: state.selected_now(),
+    late_bearings=bearings,
 )
 
 __all__ = ["NAME", "REDUCER", "WorkspaceStateV4"]

@@ -20,6 +20,11 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   the SHA-256 of an earlier one, or overlaps an earlier one's range of the same artifact in the same unit, is
   a copy of that source (``WorkspaceStateV4.cite``, ADR 0166); a group of copies counts once in
   ``selected_count`` (so once toward ``max_selected_items``), and once among a hypothesis's sources;
+- rule 2, late counterevidence reaches someone: an observation recorded as a late arrival (the workspace was
+  closed) that bears on a closed conclusion (a confirmed hypothesis, an accepted plan: it or its request names
+  it or what it rests on, a later link relates it, or it shares its source and time window; ``late.bearings``, ADR
+  0165) is kept under ``late_counter``, one record per conclusion, with why; a ``reopen`` whose limits change
+  a value is a change of constraints (material: it flags every proposal, as a ``constraints`` item does);
 - each observation's event time widens the workspace's incident window (``first_event_at``,
   ``last_event_at``).
 
@@ -38,7 +43,8 @@ from caseboard.domain import items as it
 from caseboard.domain.commit import Commit, Decision
 from caseboard.reducers.workspace_rules_v1.evolve import fold_commit
 from caseboard.reducers.workspace_rules_v3.evolve import apply_item as apply_item_v3
-from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4, slot
+from caseboard.reducers.workspace_rules_v4.late import Bearing, bearings, linked
+from caseboard.reducers.workspace_rules_v4.state import LateCounterRec, UnsettledRec, WorkspaceStateV4, slot
 
 NAME = "workspace-rules-v4"
 CLOCK_SKEW = timedelta(seconds=5)
@@ -115,6 +121,10 @@ def restates(state: WorkspaceStateV4, item: it.Constraints) -> bool:
     return all(state.limits.get(name) == value for name, value in limits.items())
 
 
+def _changes_limits(state: WorkspaceStateV4, limits: it.LimitsUpdate) -> bool:
+    return any(state.limits.get(name) != value for name, value in limits.model_dump(exclude_none=True).items())
+
+
 def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
     body = item if isinstance(item, it.Observation) else getattr(item, "observation", None)
     excerpt = decision.get("excerpt")
@@ -122,10 +132,32 @@ def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision:
         state.cite(body.id, excerpt)
     groups = _groups(state, decision)
     before = {group: _held(state, group) for group in groups}
+    late = _bears_on(state, item, decision)
     _apply(state, commit, item, decision)
+    for ref, kind, why in late[1]:
+        key = f"{late[0]}>{ref}"
+        if key not in state.late_counter:
+            state.late_counter[key] = LateCounterRec(
+                key, late[0], ref, kind, why, commit.author.principal, commit.version
+            )
     for group, held in before.items():  # v1 counted each member; a group of copies is one source
         after = _held(state, group)
         state.selected_count += (after > 0) - (held > 0) - (after - held)
+
+
+def _bears_on(state: WorkspaceStateV4, item: it.Item, decision: Decision) -> tuple[str, list[Bearing]]:
+    """The late observation ``item`` records or links, and the closed conclusions it bears on (rule 2), judged
+    on the state it lands on."""
+    if isinstance(item, it.Observation):
+        return item.id, bearings(state, item) if decision.get("late_arrival") else []
+    if isinstance(item, it.WorkResult) and item.observation is not None:
+        body = item.observation
+        return body.id, bearings(state, body, item.request_id) if decision.get("late_arrival") else []
+    if isinstance(item, it.Link):
+        obs = state.observations.get(item.observation)
+        if obs is not None and obs.late:
+            return obs.id, linked(state, obs.id, item.hypothesis)
+    return "", []
 
 
 def _groups(state: WorkspaceStateV4, decision: Decision) -> set[tuple[str, ...]]:
@@ -168,6 +200,9 @@ def _apply(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Dec
             before = state.constraints_version
             apply_item_v3(state, commit, item, decision)  # the same goal, scope and limits: nothing moves
             state.constraints_version = before
+        case it.Reopen() if _changes_limits(state, item.runtime_limits):
+            apply_item_v3(state, commit, item, decision)
+            state.constraints_version = commit.version  # new limits: a change of constraints (rule 2)
         case it.Observation():
             apply_item_v3(state, commit, _believable(state, commit, item), decision)
             _widen(state, item.event_time)

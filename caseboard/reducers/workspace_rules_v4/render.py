@@ -14,6 +14,8 @@
 - Rule 6: observations that cite the same excerpt are one source with its copies: each observation shows
   ``copy_of`` (the source it copies, or null) and ``copies``; a hypothesis's ``supporting_sources`` names each
   source once (the first of its copies it cites) and ``supporting_copies`` the other copies under it.
+- Rule 2: every late arrival that bears on a closed conclusion (a confirmed hypothesis, an accepted plan) is
+  listed under ``late_counterevidence``, once per observation, with what it bears on and why (ADR 0165).
 """
 
 from __future__ import annotations
@@ -90,6 +92,27 @@ def one_source_each(state: WorkspaceStateV4, refs: tuple[str, ...]) -> tuple[lis
     return list(named.values()), copies
 
 
+def late_counterevidence(state: WorkspaceStateV4) -> list[dict[str, Any]]:
+    """Each late observation that bears on a closed conclusion, in the order they arrived, with every conclusion
+    it bears on and why."""
+    found: dict[str, dict[str, Any]] = {}
+    for rec in state.late_counter.values():
+        obs = state.observations[rec.observation]
+        entry = found.setdefault(
+            rec.observation,
+            {
+                "observation": rec.observation,
+                "author": obs.author,
+                "recorded_at_version": obs.version,
+                "event_time": iso(obs.event_time),
+                "selected": state.is_selected(obs.id),
+                "bears_on": [],
+            },
+        )
+        entry["bears_on"].append({"ref": rec.bears_on, "kind": rec.kind, "why": rec.why, "since_version": rec.version})
+    return list(found.values())
+
+
 def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     document = render_v3(state, reducer_version)
     statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
@@ -107,6 +130,7 @@ def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
     for entry in (*document["hypotheses"], *document["questions"]):
         entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
     document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
+    document["late_counterevidence"] = late_counterevidence(state)
     document["status_detail"]["unresolved"] = unresolved(state) if state.status == "budget_exhausted" else None
     instants: dict[str, list[str]] = {}
     for entry in document["observations"]:

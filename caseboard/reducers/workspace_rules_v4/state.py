@@ -12,7 +12,9 @@
   same excerpt (rule 6, ADR 0166): the first to cite it is the source, each later one a copy of it.
   ``excerpt_sources`` finds a group by the excerpt's SHA-256 recorded at commit, ``cited_spans`` by an
   overlapping range of the same artifact in the same unit (``lines`` or ``bytes``): both in what one
-  artifact's citations touch, never the history.
+  artifact's citations touch, never the history;
+- ``late_counter``: each late arrival that bears on a closed conclusion (a confirmed hypothesis, an accepted
+  plan), one record per observation and conclusion, with why (rule 2, ADR 0165).
 """
 
 from __future__ import annotations
@@ -46,7 +48,21 @@ class UnsettledRec:
     window_end: datetime | None
 
 
-RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec}
+@dataclass(frozen=True, slots=True)
+class LateCounterRec:
+    """A late arrival (observation ``observation``, recorded at ``version`` while the workspace was closed) that
+    bears on the conclusion ``bears_on`` (a ``hypothesis`` or a ``proposal``), and why (ADR 0165)."""
+
+    ref: str
+    observation: str
+    bears_on: str
+    kind: str
+    why: str
+    author: str
+    version: int
+
+
+RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec, "late_counter": LateCounterRec}
 
 
 @dataclass(slots=True)
@@ -66,10 +82,11 @@ class WorkspaceStateV4(WorkspaceStateV3):
     copies: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
     excerpt_sources: MutableMapping[str, str] = field(default_factory=dict)
     cited_spans: MutableMapping[str, tuple[tuple[str, int, int, str], ...]] = field(default_factory=dict)
+    late_counter: MutableMapping[str, LateCounterRec] = field(default_factory=dict)
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
         *WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on", "future_clock",
-        "copy_of", "copies", "excerpt_sources", "cited_spans",
+        "copy_of", "copies", "excerpt_sources", "cited_spans", "late_counter",
     )  # fmt: skip
 
     def copied_from(self, excerpt: Mapping[str, Any]) -> str | None:
@@ -115,4 +132,4 @@ def slot(principal: str, key: str) -> str:
     return slot_v3(principal_key(principal), key)
 
 
-__all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
+__all__ = ["RECORDS", "LateCounterRec", "UnsettledRec", "WorkspaceStateV4", "slot"]
