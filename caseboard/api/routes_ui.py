@@ -192,7 +192,7 @@ async def workspace_page(
 ) -> Response:
     who = await _reader(request, svc, key)
     ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
-    chosen = get_reducer(reducer)
+    chosen = get_reducer(reducer) if reducer else svc.app.workspaces.reducer
     url = f"/ui/workspaces/{quote(workspace_id, safe='')}"
 
     def build() -> str:
@@ -348,7 +348,7 @@ async def diff_page(
 ) -> Response:
     who = await _reader(request, svc, key)
     ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
-    reducer = get_reducer()
+    reducer = svc.app.workspaces.reducer
 
     def build() -> str:
         record = ledger_record(svc.app.ledger, ledger_key)
