@@ -103,7 +103,13 @@ def build_app(settings: Settings, *, database_url: str | None = None) -> App:
         database = settings.database if url == settings.database_url else DatabaseUrl.parse(url)
     ledger = open_ledger(database or url, pool_size=settings.pool_size)
     ledger.sign_snapshots(None if settings.snapshot_key is None else settings.snapshot_key.encode())
-    app = App(settings=settings, ledger=ledger, workspaces=Workspaces(ledger), database_url=url, database=database)
+    app = App(
+        settings=settings,
+        ledger=ledger,
+        workspaces=Workspaces(ledger, settings.current_reducer),
+        database_url=url,
+        database=database,
+    )
     if ledger.capabilities.live:  # wake the dispatcher after each commit (ADR 0012)
         app.notifier = CommitNotifier(database or url)
         ledger.after_append(app.notifier.wake)

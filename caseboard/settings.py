@@ -7,14 +7,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from caseboard.database_url import DatabaseUrl
-from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.errors import ConfigurationError, UnknownReducer
 from caseboard.tenant_config import TenantsConfig, load_tenants
+
+if TYPE_CHECKING:
+    from caseboard.reducers import Reducer
 
 DEFAULT_DATABASE_URL = "sqlite:///.caseboard/ledger.db"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_REDUCER = "workspace-rules-v4"
+"""``caseboard.reducers.CURRENT``, spelled here so that reading the settings imports no reducer (a test holds
+them equal)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class Settings:
     stall_after_s: int = 900
     """A workspace in which no participant has contributed for this long escalates to ``human_review_required``
     with a handoff saying what stalled (``CASEBOARD_STALL_AFTER_S``; the controller's, docs/adr/0159)."""
+    reducer: str = DEFAULT_REDUCER
+    """The current reducer (``CASEBOARD_REDUCER``, a registered name, docs/reducers.md): the coordinator decides
+    with it, routing and the model view judge with it, and every read and command that names none shows it.
+    Checked against the registry at start (ADR 0170)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -91,6 +102,7 @@ class Settings:
             metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
             snapshot_key=env.get("CASEBOARD_SNAPSHOT_KEY") or None,
             stall_after_s=_int(env, "CASEBOARD_STALL_AFTER_S", 900),
+            reducer=env.get("CASEBOARD_REDUCER") or DEFAULT_REDUCER,
         )
         settings.validate()
         return settings
@@ -105,8 +117,20 @@ class Settings:
         """The tenants' intake mapping and default limits, read once (``validate`` reads it first)."""
         return load_tenants(self.tenants_file)
 
+    @cached_property
+    def current_reducer(self) -> Reducer[Any]:
+        """The registered reducer ``reducer`` names, loaded once (``validate`` loads it first, so that an unknown
+        or broken one stops the start with one line naming the registered ones)."""
+        from caseboard.reducers import get_reducer
+
+        try:
+            return get_reducer(self.reducer)
+        except (UnknownReducer, ConfigurationError) as error:
+            raise ConfigurationError(f"CASEBOARD_REDUCER: {error}") from None
+
     def validate(self) -> None:
         self.database  # noqa: B018 (a URL that names no ledger, memory:// included, is refused here)
+        self.current_reducer  # noqa: B018 (an unknown or broken reducer stops the start, one line)
         self.tenants  # noqa: B018 (a bad CASEBOARD_TENANTS file stops the start, one line)
         if self.log_level not in ("debug", "info", "warning", "error"):
             raise ConfigurationError(

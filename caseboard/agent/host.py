@@ -53,6 +53,7 @@ def agent_host(
             clock=lambda: datetime.now(UTC),
             turn_timeout_s=turn_timeout_s,
             stall_after_s=app.settings.stall_after_s,
+            reducer=app.workspaces.reducer,
         )
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
     return ConsumerHost(

@@ -129,6 +129,7 @@ class LedgerHealth(Collector):
 
     def __init__(self, app: App) -> None:
         self.ledger = app.ledger
+        self.reducer = app.workspaces.reducer  # the current reducer (CASEBOARD_REDUCER)
         self.folds: dict[str, HealthFold] = {}
         self.catalog: Any = None
         self._lock = threading.Lock()
@@ -147,7 +148,7 @@ class LedgerHealth(Collector):
                 self.catalog = Catalog(self.ledger.outbox())
             self.catalog.refresh()
             for key in self.catalog.keys.values():
-                fold = self.folds.setdefault(key, HealthFold())
+                fold = self.folds.setdefault(key, HealthFold(self.reducer))
                 for commit in self.ledger.iter_commits(key, after=fold.version):
                     fold.feed(commit)
         except CaseboardError:

@@ -24,7 +24,7 @@ from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.freshness import STALE_NOW_HEADER, stale_now_header
 from caseboard.projections.model_view import MIN_BUDGET, ModelView, build_view
 from caseboard.projections.timeline import timeline as timeline_entries
-from caseboard.reducers import get_reducer, tenant_of
+from caseboard.reducers import tenant_of
 from caseboard.replay.audit import guard_for
 
 router = APIRouter(tags=["reading"])
@@ -40,7 +40,7 @@ def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | 
     guard = guard_for(svc.app.ledger)
     if version is None and reducer in (None, workspaces.reducer.name):
         return guard.head(workspaces, workspace_id, workspaces.reducer.render)
-    chosen = get_reducer(reducer) if reducer else workspaces.reducer
+    chosen = workspaces.chosen(reducer)
     return chosen.render(guard.state(workspaces, workspace_id, version, chosen.name))
 
 

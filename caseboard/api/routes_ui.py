@@ -40,7 +40,6 @@ from caseboard.domain import items as it
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.keys import ApiKey
 from caseboard.projections.health import ledger_health
-from caseboard.reducers import get_reducer
 from caseboard.replay.history import VersionNotRecorded, check_versions, diff, history, told
 from caseboard.report import model, page
 from caseboard.report.attached import Holder, exchange
@@ -192,7 +191,7 @@ async def workspace_page(
 ) -> Response:
     who = await _reader(request, svc, key)
     ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
-    chosen = get_reducer(reducer)
+    chosen = svc.app.workspaces.chosen(reducer)
     url = f"/ui/workspaces/{quote(workspace_id, safe='')}"
 
     def build() -> str:
@@ -348,7 +347,7 @@ async def diff_page(
 ) -> Response:
     who = await _reader(request, svc, key)
     ledger_key = await anyio.to_thread.run_sync(workspace_key, svc, who, workspace_id)
-    reducer = get_reducer()
+    reducer = svc.app.workspaces.reducer
 
     def build() -> str:
         record = ledger_record(svc.app.ledger, ledger_key)

@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level, settings.log_format, cache=cache_loggers)
+        if getattr(args, "reducer", ()) is None:  # a command's --reducer not given: the current one, a setting
+            args.reducer = settings.reducer
         handler: Handler = args.handler
         if getattr(args, "no_app", False):
             return handler(None, args)  # type: ignore[arg-type]

@@ -33,7 +33,10 @@ from caseboard.settings import Settings
 
 SHA256: TypeAdapter[str] = TypeAdapter(Sha256)
 
-REDUCER_HELP = f"a registered reducer's name ({GROUP} entry points: {', '.join(RELEASED)}, and any installed)"
+REDUCER_HELP = (
+    f"a registered reducer's name ({GROUP} entry points: {', '.join(RELEASED)}, and any installed; "
+    "default: $CASEBOARD_REDUCER, else workspace-rules-v4)"
+)
 
 
 def register(commands: Any) -> None:

@@ -27,7 +27,7 @@ from caseboard.dispatcher.store import Delivery, DispatchStore
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.projections.workspaces import Workspaces
-from caseboard.reducers import WorkspaceState, get_reducer
+from caseboard.reducers import WorkspaceState
 
 log = structlog.get_logger("caseboard.dispatcher")
 
@@ -62,7 +62,7 @@ class Dispatcher:
         self.broker = broker
         self.workspaces = workspaces
         self.config = config or DispatchConfig()
-        self.reducer = get_reducer()
+        self.reducer = workspaces.reducer  # the current reducer (CASEBOARD_REDUCER): it folded what is routed
         self._states: OrderedDict[str, WorkspaceState] = OrderedDict()  # bounded: least recently routed goes first
         self._declared: set[str] = set()
         self._last_redrive = 0.0
@@ -76,7 +76,7 @@ class Dispatcher:
         notifications: list[Notification] = []
         try:
             for entry in entries:
-                notifications.extend(route(entry.commit, self._fold(entry.commit)))
+                notifications.extend(route(entry.commit, self._fold(entry.commit), self.reducer))
             sent = [self._send(n) for n in coalesce(notifications)]
             self._hook()
             position = entries[-1].position

@@ -107,7 +107,9 @@ class WorkspaceRun:
         heapq.heappush(self.events, Event(self.now + delay, self.seq, kind, payload))
 
     def run(self) -> None:
-        self.controller = Controller(self.ledger, clock=self.clock, turn_timeout_s=TURN_TIMEOUT_S)
+        self.controller = Controller(
+            self.ledger, clock=self.clock, turn_timeout_s=TURN_TIMEOUT_S, reducer=self.workspaces.reducer
+        )
         self.specialists: dict[str, ToolSpecialist] = {}
         limits = dict(self.incident.runtime_limits)
         if self.cycle_budget is not None:

@@ -345,7 +345,7 @@ class Workspaces:
 
     def state_at(self, workspace_id: str, version: int | None = None, reducer: str | None = None) -> WorkspaceState:
         """The state at ``version`` (the head when None), folded by the named reducer."""
-        chosen = get_reducer(reducer) if reducer else self.reducer
+        chosen = self.chosen(reducer)
         head = self.ledger.head(workspace_id)
         if head == 0:
             raise UnknownWorkspace(workspace_id)
@@ -354,8 +354,13 @@ class Workspaces:
         return self._load(workspace_id, chosen, version or head)
 
     def show(self, workspace_id: str, version: int | None = None, reducer: str | None = None) -> dict[str, Any]:
-        chosen = get_reducer(reducer) if reducer else self.reducer
+        chosen = self.chosen(reducer)
         return chosen.render(self.state_at(workspace_id, version, chosen.name))
+
+    def chosen(self, reducer: str | None) -> Reducer[WorkspaceState]:
+        """The reducer named ``reducer``: this one's own (the current reducer) when None or its name, else the
+        registered one of that name (``UnknownReducer`` naming the known ones)."""
+        return self.reducer if reducer is None or reducer == self.reducer.name else get_reducer(reducer)
 
     def _load(self, workspace_id: str, reducer: Reducer[WorkspaceState], upto: int | None) -> WorkspaceState:
         state = self._from_snapshot(workspace_id, reducer, upto) or reducer.initial(bare(workspace_id))

@@ -1,7 +1,9 @@
 """Versioned reducers, side by side. A released version is never edited; new semantics get a new name.
 
 ``get_reducer(name)`` is the one door: every other layer reaches a reducer through the ``Reducer`` interface
-it returns, so switching the current reducer is the one line ``CURRENT = ...`` below. Reducers are
+it returns. The current reducer is a setting, ``CASEBOARD_REDUCER`` (``Settings.reducer``, checked against the
+registry at start); the composition root hands it to the coordinator, routing, the model view and every
+read, and ``CURRENT`` below is only its default. Reducers are
 registered by name in the entry-point group ``caseboard.reducers`` (``registry.py``): caseboard's released
 ones, and any other distribution's (docs/reducers.md). A reducer's state is a ``WorkspaceState`` (v1's, or a
 subclass of it, as v3's is): the coordinator's rules, routing and the model view read its records.
@@ -24,7 +26,8 @@ from caseboard.reducers.workspace_rules_v3.render import coverage, finding, sour
 REDUCERS = Registry()
 """Every registered reducer by name (a read-only mapping; a reducer is imported when first asked for)."""
 CURRENT = "workspace-rules-v4"
-"""The reducer the coordinator decides with and ``show`` renders by default (ADR 0038)."""
+"""The default of ``CASEBOARD_REDUCER`` (``Settings.reducer``): the reducer a deployment decides with and shows
+when it names none, and the one a part built without settings uses (the unit tests' boards; ADR 0170)."""
 
 
 def tenant_of(state: WorkspaceState) -> str | None:

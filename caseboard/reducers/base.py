@@ -50,8 +50,19 @@ class Finding:
 
 @dataclass(frozen=True)
 class Reducer(Generic[S]):
-    """A released reducer: ``evolve`` takes ownership of the state it is given (fork it to keep it).
+    """A reducer: its rules (the fields) and what is derived from them (the methods). ``evolve`` takes ownership
+    of the state it is given (fork it to keep it).
 
+    Everything shown is derived from the fields of the reducer it is shown by, never from a released package's
+    own functions: ``render`` builds the projection with ``projection(state, self)``, whose statuses are
+    ``self.proposal_status`` and ``self.hypothesis_status`` and whose ``reducer_version`` is ``self.name``; the
+    coordinator's draft, routing, the model view, ``compare``, ``explain`` and ``replay`` call the fields too. So
+    ``dataclasses.replace(reducer, name=..., proposal_status=...)`` is a reducer whose every output shows its own
+    proposal statuses under its own name (docs/reducers.md, ADR 0170). A rule is one field: a released rule
+    built on another of its package's (v3's ``proposal_status`` on its own closure) keeps that one.
+
+    - ``projection(state, reducer)`` builds the projection document (DESIGN.md §4) of ``state`` with the rules
+      and the name of ``reducer``; call ``render(state)``, which passes this reducer;
     - ``apply_item(state, commit, item, decision)`` folds one item, for the coordinator's draft of a
       contribution whose later items refer to earlier ones;
     - ``proposal_status(state, proposal, as_of)`` and ``hypothesis_status(state, hypothesis)`` are the
@@ -71,7 +82,7 @@ class Reducer(Generic[S]):
     name: str
     initial: Callable[[str], S]
     evolve: Callable[[S, Commit], S]
-    render: Callable[[S], dict[str, Any]]
+    projection: Callable[[S, Reducer[S]], dict[str, Any]]
     dump: Callable[[S], dict[str, Any]]
     load: Callable[[dict[str, Any]], S]
     apply_item: Callable[[S, Commit, Item, Decision], None]
@@ -84,6 +95,10 @@ class Reducer(Generic[S]):
     late_bearings: Callable[[S, Any, str | None], list[tuple[str, str, str]]] | None = None
     """What a late observation bears on among the closed conclusions (rule 2, ADR 0165); None: nothing, as for
     the released reducers, which do not flag late counterevidence."""
+
+    def render(self, state: S) -> dict[str, Any]:
+        """The projection of ``state`` as this reducer shows it: its statuses, under its name."""
+        return self.projection(state, self)
 
     def verified_finding(self, state: S, finding: str) -> Finding:
         """Whether ``finding`` (an id of ``state``) may be promoted, as this reducer judges it: a hypothesis

@@ -45,7 +45,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.items import MAX_TEXT, Role
 from caseboard.ledger.base import Ledger
 from caseboard.projections.workspaces import Workspaces
-from caseboard.reducers import WorkspaceState, get_reducer
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 from caseboard.workers.followups import Followups, followups
 from caseboard.workers.runtime import View
 from caseboard.workers.scripted import specialist_principal
@@ -414,15 +414,17 @@ class Controller:
         turn_timeout_s: float = 60.0,
         states: Callable[[str, int], WorkspaceState] | None = None,
         stall_after_s: float | None = None,
+        reducer: Reducer[WorkspaceState] | None = None,
     ) -> None:
         """``turn_timeout_s``: how long a scheduled turn, and a request nobody claims, is waited for;
-        ``stall_after_s``: the bound on a workspace where no participant contributes (``stalled``)."""
+        ``stall_after_s``: the bound on a workspace where no participant contributes (``stalled``); ``reducer``:
+        the current one (``Settings.current_reducer``), which folds the states ``followups`` reads."""
         self.stall_after_s = stall_after_s
         self.ledger = ledger
         self.clock = clock
         self.states = states or self._fold
         """The state of a workspace at a version, for what the projection does not carry (``followups``)."""
-        self._workspaces = Workspaces(ledger)
+        self._workspaces = Workspaces(ledger, reducer)
         self._states: OrderedDict[str, WorkspaceState] = OrderedDict()
         self._states_lock = threading.Lock()
         self.turn_timeout_s = turn_timeout_s

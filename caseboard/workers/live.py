@@ -65,6 +65,7 @@ def build_host(
         clock=lambda: datetime.now(UTC),
         turn_timeout_s=turn_timeout_s,
         stall_after_s=app.settings.stall_after_s,
+        reducer=app.workspaces.reducer,
     )
     return ConsumerHost(
         store,

@@ -106,11 +106,11 @@ def test_late_counterevidence_is_read_from_the_projection_when_the_reducer_rende
         submit(coordinator, "ws-calm", "tenant-a", "operator", opened("tenant-a"))
         current = get_reducer()
 
-        def render(state: Any) -> dict[str, Any]:
+        def projection(state: Any, reducer: Any) -> dict[str, Any]:
             late = [{"observation": "obs-before-change"}] if state.workspace_id == "ws-late" else []
-            return {**current.render(state), "late_counterevidence": late}
+            return {**current.projection(state, reducer), "late_counterevidence": late}
 
-        directory = Directory(ledger.outbox, dataclasses.replace(current, render=render), 1, charged)
+        directory = Directory(ledger.outbox, dataclasses.replace(current, projection=projection), 1, charged)
         directory.refresh()
         rows = {r["workspace_id"]: r for r in directory.listing("tenant-a")["workspaces"]}
         assert rows["ws-late"]["late_counterevidence"] == 1

@@ -193,7 +193,7 @@ LAYERS: dict[str, set[str]] = {
     "reducers": {"domain"},
     "database_url": {"domain"},
     "ledger": {"database_url", "domain"},
-    "settings": {"database_url", "domain", "tenant_config"},
+    "settings": {"database_url", "domain", "reducers", "tenant_config"},  # CASEBOARD_REDUCER: checked at start
     "tenant_config": {"domain"},
     "intake": {"domain", "tenant_config"},
     "handoff": {"dispatcher", "domain", "tenant_config"},

@@ -1,7 +1,9 @@
 """The coordinator, routing and model-view suites with ``workspace-rules-v2`` as the current reducer.
 
-Nothing outside ``caseboard/reducers`` knows which reducer is current: switch ``CURRENT`` and the coordinator
-decides, routing routes and the model view renders with it. The suites run in a pytest of their own with the
+Nothing outside ``caseboard/reducers`` knows which reducer is current: a deployment names it in
+``CASEBOARD_REDUCER`` (ADR 0170) and parts built without settings, as these suites' boards are, use
+``CURRENT``, its default; switch it and the coordinator decides, routing routes and the model view renders
+with it. The suites run in a pytest of their own with the
 plugin ``tests.unit.reducer_v2_current`` (v2 current from before any module is imported); the tests of what
 only v3 does are run there too and must fail under v2, and v2's own expectations for them are below.
 """

@@ -2,6 +2,10 @@
 
 Statuses that depend on time (an observation past ``expires_at``, proposals resting on it) are judged as of
 the commit time of the version shown, never the wall clock, so the same version always renders the same.
+
+``render(state, reducer)`` shows the statuses of the reducer it is given (``reducer.proposal_status``,
+``reducer.hypothesis_status``) under its name: for workspace-rules-v1 they are the functions below, and a
+reducer built on this rendering with a rule of its own shows its own (ADR 0170).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from caseboard.reducers.base import Reducer
 from caseboard.reducers.workspace_rules_v1.state import (
     HypothesisRec,
     ObservationRec,
@@ -97,14 +102,14 @@ def open_questions(state: WorkspaceState) -> dict[str | None, list[str]]:
     return by_subject
 
 
-def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
+def render(state: WorkspaceState, reducer: Reducer[Any]) -> dict[str, Any]:
     as_of = state.at
     questions = open_questions(state)
     selected = state.selected_ids()
     selected_observations = [i for i in selected if i in state.observations]
     return {
         "schema_version": PROJECTION_SCHEMA,
-        "reducer_version": reducer_version,
+        "reducer_version": reducer.name,
         "workspace_id": state.workspace_id,
         "workspace_version": state.version,
         "as_of": iso(as_of),
@@ -119,7 +124,7 @@ def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
                 {
                     "id": hyp.id,
                     "statement": hyp.statement,
-                    "status": hypothesis_status(hyp),
+                    "status": reducer.hypothesis_status(state, hyp),
                     "supporting_evidence": list(hyp.supporting),
                     "challenging_evidence": list(hyp.challenging),
                     "open_questions": questions.get(hyp.id, []),
@@ -132,7 +137,7 @@ def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
                 "id": p.id,
                 "based_on_workspace_version": p.basis,
                 "depends_on": list(p.depends_on),
-                "status": proposal_status(state, p, as_of),
+                "status": reducer.proposal_status(state, p, as_of),
             }
             for p in state.proposals.values()
         ],
@@ -152,7 +157,7 @@ def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
         "hypotheses": [
             {
                 "id": h.id,
-                "status": hypothesis_status(h),
+                "status": reducer.hypothesis_status(state, h),
                 "author": h.author,
                 "recorded_at_version": h.version,
                 "selected": state.is_selected(h.id),

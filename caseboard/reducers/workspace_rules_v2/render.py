@@ -2,7 +2,8 @@
 
 Only what differs is recomputed: a proposal's status follows its actual dependency path (its direct
 dependencies and the evidence *supporting* the hypotheses it depends on); challenging evidence that
-expires does not make it stale. Everything else is v1's rendering, unchanged.
+expires does not make it stale. Everything else is v1's rendering, unchanged. The statuses shown are the
+reducer's it is given (``proposal_status`` below for workspace-rules-v2; ADR 0170).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from caseboard.reducers.base import Reducer
 from caseboard.reducers.workspace_rules_v1.render import is_stale
 from caseboard.reducers.workspace_rules_v1.render import proposal_status as proposal_status_v1
 from caseboard.reducers.workspace_rules_v1.render import render as render_v1
@@ -44,8 +46,8 @@ def proposal_status(state: WorkspaceState, proposal: ProposalRec, as_of: datetim
     return proposal_status_v1(state, proposal, as_of, needs_revalidation)
 
 
-def render(state: WorkspaceState, reducer_version: str) -> dict[str, Any]:
-    document = render_v1(state, reducer_version)
+def render(state: WorkspaceState, reducer: Reducer[Any]) -> dict[str, Any]:
+    document = render_v1(state, reducer)
     for entry in document["proposals"]:
-        entry["status"] = proposal_status(state, state.proposals[entry["id"]], state.at)
+        entry["status"] = reducer.proposal_status(state, state.proposals[entry["id"]], state.at)
     return document

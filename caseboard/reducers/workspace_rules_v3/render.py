@@ -9,6 +9,9 @@
   "no findings within ..." rather than as a bare clean result.
 - Questions show the answers that cited no evidence; such a question stays open.
 - Reviews: each with the version it was made against and the material changes it did not see.
+
+The statuses shown are the reducer's it is given (``reducer.hypothesis_status``, ``reducer.proposal_status``:
+the functions below for workspace-rules-v3), under its name (ADR 0170).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from caseboard.reducers.base import Reducer
 from caseboard.reducers.workspace_rules_v1.render import (
     dependency_closure,
     is_stale,
@@ -106,10 +110,10 @@ def finding(status: str, summary: str | None, rec: CoverageRec | None) -> str | 
     return f"{status} {within}: {summary}"
 
 
-def render(state: WorkspaceStateV3, reducer_version: str) -> dict[str, Any]:
-    document = render_v1(state, reducer_version)
+def render(state: WorkspaceStateV3, reducer: Reducer[Any]) -> dict[str, Any]:
+    document = render_v1(state, reducer)
     as_of = state.at
-    statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
+    statuses = {hyp.id: reducer.hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
     for entry in document["selected_items"]["hypotheses"]:
         entry["status"] = statuses[entry["id"]]
     for entry in document["hypotheses"]:
@@ -117,7 +121,7 @@ def render(state: WorkspaceStateV3, reducer_version: str) -> dict[str, Any]:
         entry["status"] = statuses[hyp.id]
         entry["supporting_sources"] = sources(state, hyp.supporting)
     for entry in document["proposals"]:
-        entry["status"] = proposal_status(state, state.proposals[entry["id"]], as_of)
+        entry["status"] = reducer.proposal_status(state, state.proposals[entry["id"]], as_of)
     answers: dict[str, list[dict[str, Any]]] = {}
     for answer in state.unsupported_answers.values():
         answers.setdefault(answer.question, []).append(

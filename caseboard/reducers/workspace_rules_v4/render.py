@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from caseboard.reducers.base import Reducer
 from caseboard.reducers.workspace_rules_v1.render import iso
 from caseboard.reducers.workspace_rules_v1.state import HypothesisRec, WorkspaceState
 from caseboard.reducers.workspace_rules_v3.render import coverage, sources
@@ -113,9 +114,9 @@ def late_counterevidence(state: WorkspaceStateV4) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-def render(state: WorkspaceStateV4, reducer_version: str) -> dict[str, Any]:
-    document = render_v3(state, reducer_version)
-    statuses = {hyp.id: hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
+def render(state: WorkspaceStateV4, reducer: Reducer[Any]) -> dict[str, Any]:
+    document = render_v3(state, reducer)  # the statuses shown are the reducer's (ADR 0170)
+    statuses = {hyp.id: reducer.hypothesis_status(state, hyp) for hyp in state.hypotheses.values()}
     for entry in document["selected_items"]["hypotheses"]:
         entry["status"] = statuses[entry["id"]]
     by_claim: dict[str, list[dict[str, Any]]] = {}
