@@ -44,6 +44,18 @@ class Check(_Doc):
     coverage: dict[str, Any] | None = None
 
 
+class Held(_Doc):
+    """A question, check or proposal held for lack of capacity (docs/adr/0168-held-for-lack-of-capacity.md): in
+    the ledger as submitted, recorded as nothing else until a person makes room for it."""
+
+    type: str
+    id: str
+    limit: str
+    author: str
+    recorded_at_version: int
+    item: dict[str, Any]
+
+
 class ProposalStatus(_Doc):
     id: str
     status: str
@@ -79,6 +91,8 @@ class Handoff(_Doc):
     incomplete_checks: tuple[Check, ...]
     proposals: tuple[ProposalStatus, ...]
     links: Links
+    held: tuple[Held, ...] = ()
+    """The items held for lack of capacity (reducer workspace-rules-v4's ``held``; empty where a reducer has none)."""
     note: str = NOTE
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -131,6 +145,7 @@ def build(key: str, projection: dict[str, Any], at: datetime, trigger: str, publ
             ],
             "proposals": [{"id": p["id"], "status": p["status"]} for p in projection.get("proposals", ())],
             "links": {"ui": ui, "report": f"caseboard report {key} --out report.html"},
+            "held": [{name: h[name] for name in Held.model_fields} for h in projection.get("held", ())],
         }
     )
 

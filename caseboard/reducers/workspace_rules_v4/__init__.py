@@ -26,6 +26,7 @@ REDUCER: Reducer[WorkspaceStateV4] = Reducer(
     rests_on=closure,
     idempotency_slot=slot,
     selected_now=lambda state: state.selected_now(),
+    folds_held=True,
 )
 
 __all__ = ["NAME", "REDUCER", "WorkspaceStateV4"]

@@ -12,7 +12,11 @@
   same excerpt (rule 6, ADR 0166): the first to cite it is the source, each later one a copy of it.
   ``excerpt_sources`` finds a group by the excerpt's SHA-256 recorded at commit, ``cited_spans`` by an
   overlapping range of the same artifact in the same unit (``lines`` or ``bytes``): both in what one
-  artifact's citations touch, never the history.
+  artifact's citations touch, never the history;
+- ``fenced_claims`` / ``fenced_writes`` / ``check_results``: who was fenced from which request, the observations
+  such a principal recorded about that request's target afterwards, and the observation each check's result
+  carried (rule 5, ADR 0167);
+- ``held``: the questions, checks and proposals the coordinator held for lack of capacity (rule 9, ADR 0168).
 """
 
 from __future__ import annotations
@@ -46,7 +50,37 @@ class UnsettledRec:
     window_end: datetime | None
 
 
-RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec}
+@dataclass(frozen=True, slots=True)
+class FencedWriteRec:
+    """An observation recorded by a principal whose claim on ``request_id`` had been fenced, about that
+    request's target (rule 5, ADR 0167): flagged, and not counted as support until the live holder's result
+    corroborates it or a verification settles the hypothesis."""
+
+    ref: str
+    request_id: str
+    author: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRec:
+    """A question, check or proposal the coordinator held for lack of capacity (rule 9, ADR 0168): in the ledger
+    as submitted (``item``, its JSON), recorded as nothing else."""
+
+    ref: str
+    type: str
+    item_id: str
+    limit: str
+    limit_value: int
+    open: int
+    author: str
+    version: int
+    item: dict[str, Any]
+
+
+RECORDS: dict[str, type[Any]] = {
+    **V3_RECORDS, "unsettled": UnsettledRec, "fenced_writes": FencedWriteRec, "held": HeldRec,
+}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -66,10 +100,19 @@ class WorkspaceStateV4(WorkspaceStateV3):
     copies: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
     excerpt_sources: MutableMapping[str, str] = field(default_factory=dict)
     cited_spans: MutableMapping[str, tuple[tuple[str, int, int, str], ...]] = field(default_factory=dict)
+    fenced_claims: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Rule 5 (ADR 0167): for each principal (``principal_key``), the requests its claim on was fenced (a reclaim,
+    or another's claim after its lease lapsed)."""
+    fenced_writes: MutableMapping[str, FencedWriteRec] = field(default_factory=dict)
+    check_results: MutableMapping[str, str] = field(default_factory=dict)
+    """Rule 5: the observation each check's result carried, by request id."""
+    held: MutableMapping[str, HeldRec] = field(default_factory=dict)
+    """Rule 9 (ADR 0168): the items held for lack of capacity, by ``<type> <id>@<version>``."""
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
         *WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on", "future_clock",
         "copy_of", "copies", "excerpt_sources", "cited_spans",
+        "fenced_claims", "fenced_writes", "check_results", "held",
     )  # fmt: skip
 
     def copied_from(self, excerpt: Mapping[str, Any]) -> str | None:
@@ -115,4 +158,4 @@ def slot(principal: str, key: str) -> str:
     return slot_v3(principal_key(principal), key)
 
 
-__all__ = ["RECORDS", "UnsettledRec", "WorkspaceStateV4", "slot"]
+__all__ = ["RECORDS", "FencedWriteRec", "HeldRec", "UnsettledRec", "WorkspaceStateV4", "slot"]
