@@ -197,3 +197,18 @@ def test_the_live_result_or_a_verification_settles_a_fenced_writers_support(play
     )
     [rotation] = [h for h in projection["hypotheses"] if h["id"] == "h-rotation"]
     assert (rotation["status"], rotation["uncounted_support"]) == ("confirmed", [])
+
+
+def test_the_view_says_a_fenced_writers_observation_is_not_counted(tmp_path: Path) -> None:
+    with running_server(f"sqlite:///{tmp_path}/http.db", trust_timestamps=True) as running:
+        play_http(running)(
+            "ws-view",
+            [
+                *asked(),
+                step("controller", "controller", 3, {"type": "work_reclaim", "request_id": "chk-cert", "reason": "x"}),
+                step("specialist-a", "specialist", 6, observation("o-zombie", -5, statement=EXPIRED), link("o-zombie")),
+            ],
+        )
+        view = running.as_("planner-1", "planner").get("/workspaces/ws-view/view", params={"budget_chars": 20000})
+    [entry] = [e for e in view.json()["entries"] if e["ref"] == "o-zombie"]
+    assert "FENCED WRITER: its author's claim on chk-cert was fenced" in entry["provenance"]["status"]

@@ -48,7 +48,14 @@ from caseboard.domain.commit import Commit, Decision
 from caseboard.domain.principals import principal_key, same_principal
 from caseboard.reducers.workspace_rules_v1.evolve import fold_commit
 from caseboard.reducers.workspace_rules_v3.evolve import apply_item as apply_item_v3
-from caseboard.reducers.workspace_rules_v4.state import FencedWriteRec, HeldRec, UnsettledRec, WorkspaceStateV4, slot
+from caseboard.reducers.workspace_rules_v4.state import (
+    FencedClaimsRec,
+    FencedWriteRec,
+    HeldRec,
+    UnsettledRec,
+    WorkspaceStateV4,
+    slot,
+)
 
 NAME = "workspace-rules-v4"
 CLOCK_SKEW = timedelta(seconds=5)
@@ -290,13 +297,16 @@ def _fenced_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item, decisi
         case it.WorkClaim() | it.WorkReclaim() if decision.get("fenced_holder"):
             fenced = str(decision["fenced_holder"])
             if not same_principal(fenced, author):
-                requests = state.fenced_claims.get(principal_key(fenced), ())
+                known = state.fenced_claims.get(principal_key(fenced))
+                requests = known.requests if known is not None else ()
                 if item.request_id not in requests:
-                    state.fenced_claims[principal_key(fenced)] = (*requests, item.request_id)
+                    rec = FencedClaimsRec(principal_key(fenced), (*requests, item.request_id))
+                    state.fenced_claims[rec.principal] = rec
         case it.WorkResult() if item.observation is not None:
             state.check_results[item.request_id] = item.observation.id
         case it.Observation():
-            for request_id in state.fenced_claims.get(principal_key(author), ()):
+            fenced = state.fenced_claims.get(principal_key(author))
+            for request_id in fenced.requests if fenced is not None else ():
                 work = state.work[request_id]
                 if not same_principal(work.holder, author) and about_target(work.target, item):
                     state.fenced_writes[item.id] = FencedWriteRec(item.id, request_id, author, commit.version)

@@ -63,6 +63,14 @@ class FencedWriteRec:
 
 
 @dataclass(frozen=True, slots=True)
+class FencedClaimsRec:
+    """The requests a principal (``principal_key``) had its claim on fenced from (rule 5, ADR 0167)."""
+
+    principal: str
+    requests: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class HeldRec:
     """A question, check or proposal the coordinator held for lack of capacity (rule 9, ADR 0168): in the ledger
     as submitted (``item``, its JSON), recorded as nothing else."""
@@ -79,7 +87,8 @@ class HeldRec:
 
 
 RECORDS: dict[str, type[Any]] = {
-    **V3_RECORDS, "unsettled": UnsettledRec, "fenced_writes": FencedWriteRec, "held": HeldRec,
+    **V3_RECORDS, "unsettled": UnsettledRec, "fenced_claims": FencedClaimsRec, "fenced_writes": FencedWriteRec,
+    "held": HeldRec,
 }  # fmt: skip
 
 
@@ -100,7 +109,7 @@ class WorkspaceStateV4(WorkspaceStateV3):
     copies: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
     excerpt_sources: MutableMapping[str, str] = field(default_factory=dict)
     cited_spans: MutableMapping[str, tuple[tuple[str, int, int, str], ...]] = field(default_factory=dict)
-    fenced_claims: MutableMapping[str, tuple[str, ...]] = field(default_factory=dict)
+    fenced_claims: MutableMapping[str, FencedClaimsRec] = field(default_factory=dict)
     """Rule 5 (ADR 0167): for each principal (``principal_key``), the requests its claim on was fenced (a reclaim,
     or another's claim after its lease lapsed)."""
     fenced_writes: MutableMapping[str, FencedWriteRec] = field(default_factory=dict)
@@ -158,4 +167,4 @@ def slot(principal: str, key: str) -> str:
     return slot_v3(principal_key(principal), key)
 
 
-__all__ = ["RECORDS", "FencedWriteRec", "HeldRec", "UnsettledRec", "WorkspaceStateV4", "slot"]
+__all__ = ["RECORDS", "FencedClaimsRec", "FencedWriteRec", "HeldRec", "UnsettledRec", "WorkspaceStateV4", "slot"]
