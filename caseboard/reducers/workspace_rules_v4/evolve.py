@@ -305,8 +305,8 @@ def _fenced_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item, decisi
         case it.WorkResult() if item.observation is not None:
             state.check_results[item.request_id] = item.observation.id
         case it.Observation():
-            fenced = state.fenced_claims.get(principal_key(author))
-            for request_id in fenced.requests if fenced is not None else ():
+            claims = state.fenced_claims.get(principal_key(author))
+            for request_id in claims.requests if claims is not None else ():
                 work = state.work[request_id]
                 if not same_principal(work.holder, author) and about_target(work.target, item):
                     state.fenced_writes[item.id] = FencedWriteRec(item.id, request_id, author, commit.version)
