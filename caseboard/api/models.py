@@ -88,6 +88,9 @@ class Accepted(_Open):
     items: list[dict[str, Any]]
     author: AuthorOut
     idempotent_replay: bool = False
+    held: list[dict[str, Any]] = []
+    """The items held for lack of capacity (``index``, ``type``, ``ref``, ``limit``, ``limit_value``, ``open``,
+    ``reason``), absent when none: the others landed, and the workspace went to a person (ADR 0168)."""
 
 
 class Refusal(_Open):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from caseboard.coordinator.item_rules import Citations, Unresolved, check_item
+from caseboard.coordinator.item_rules import Citations, OverLimit, Unresolved, check_item, held
 
 __all__ = ["Behind", "Citations", "Replayed", "Unresolved", "decide"]
 from caseboard.domain.commit import Commit
@@ -110,19 +110,26 @@ def decide(
     draft = state  # forked at the first item applied to it, with the commit it would be applied from
     draft_commit = None
     decisions: list[dict[str, Any]] = []
+    over: list[OverLimit] = []
     last = len(contribution.items) - 1
     for index, item in enumerate(contribution.items):
-        decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer, citations, record)
+        try:
+            decision = check_item(draft, contribution, item, f"items[{index}]", at, reducer, citations, record)
+        except OverLimit as overflow:  # held, so that the other items land (rule 9, ADR 0168)
+            over.append(overflow)
+            decision = held(draft, item, overflow)
         if index < last or item.type == "proposal":  # what no later check reads need not be applied
             if draft_commit is None:
                 draft, draft_commit = state.fork(), Commit(items=(), decisions=(), **envelope)
             reducer.apply_item(draft, draft_commit, item, decision)
-        if item.type == "proposal":
+        if item.type == "proposal" and "held" not in decision:
             decision["recorded_status"] = reducer.proposal_status(draft, draft.proposals[item.id], at)
         suspicious = suspicious_text(item)
         if suspicious:
             decision["suspicious"] = suspicious
         decisions.append(decision)
+    if over and len(over) == len(contribution.items):
+        raise over[0]  # nothing else would land: the submitter keeps it all and is told, as before
     return Commit.new_sealed(items=contribution.items, decisions=tuple(decisions), **envelope)
 
 

@@ -32,6 +32,22 @@ class Unresolved(Refusal):
     citations through the store and decides again (a coordinator without a store refuses it as it stands)."""
 
 
+class OverLimit(Refusal):
+    """A question, check (``work_request``) or proposal that would cross its runtime limit. Alone in its
+    contribution it is refused ``limit_exceeded``; beside items that land it is held for lack of capacity
+    (``held``, ADR 0168): ``decide`` catches it."""
+
+    def __init__(self, name: str, limit: int, count: int, path: str) -> None:
+        super().__init__(
+            Reason.LIMIT_EXCEEDED,
+            f"{path}: {name} is {limit} and {count} are open; escalate or close some first",
+            field=path,
+        )
+        self.limit_name = name
+        self.limit = limit
+        self.count = count
+
+
 CONTROLLER_STATUSES = frozenset({"evidence_incomplete", "budget_exhausted", "human_review_required"})
 ESCALATION = "human_review_required"
 DONE = ("completed", "failed", "incomplete")
@@ -439,7 +455,34 @@ def _refs(state: WorkspaceState, refs: Iterable[str], kinds: set[str] | None, pa
 
 def _limit(count: int, limit: int, name: str, path: str) -> None:
     if count >= limit:
-        refuse(Reason.LIMIT_EXCEEDED, path, f"{name} is {limit} and {count} are open; escalate or close some first")
+        raise OverLimit(name, limit, count, path)
+
+
+HOLDS_ESCALATE = frozenset({"investigating", "evidence_incomplete"})
+"""The statuses a hold moves to ``human_review_required``: a workspace already handed to a person (or stopped,
+or closed) keeps its status, and the held item is listed in it all the same."""
+
+
+def held(state: WorkspaceState, item: it.Item, over: OverLimit) -> Decision:
+    """The decision for an item held for lack of capacity (issue 33, rule 9, ADR 0168): it is recorded in the
+    commit as submitted, with this decision, and folded as nothing but it; the workspace escalates to
+    ``human_review_required`` so that a person decides what to close to make room."""
+    what = it.describe(item)
+    decision: Decision = {
+        "held": {
+            "limit": over.limit_name,
+            "limit_value": over.limit,
+            "open": over.count,
+            "reason": f"held for lack of capacity: {over.limit_name} is {over.limit} and {over.count} are open",
+        }
+    }
+    if state.status in HOLDS_ESCALATE:
+        decision["escalated"] = {
+            "to": ESCALATION,
+            "reason": f"{what} held for lack of capacity ({over.limit_name} is {over.limit}): "
+            "a person decides what to close to make room for it",
+        }
+    return decision
 
 
 def _request(state: WorkspaceState, request_id: str, path: str) -> WorkRec:

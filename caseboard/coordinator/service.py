@@ -135,6 +135,15 @@ class Coordinator:
             item_types=[item.type for item in result.items],
             attempts=attempts,
         )
+        held = [index for index, decision in enumerate(result.decisions) if "held" in decision]
+        if held:  # landed without them: a person is asked to make room (ADR 0168)
+            log.warning(
+                "contribution_items_held",
+                workspace_id=result.key,
+                workspace_version=result.version,
+                author=result.author.principal,
+                held=[f"items[{index}] {result.items[index].type}" for index in held],
+            )
         return result.outcome()
 
     def key_of(self, contribution: Contribution, key: str | None = None) -> str:

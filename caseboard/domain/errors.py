@@ -7,7 +7,8 @@ this module say where they live.
     CaseboardError                      root of everything caseboard raises on purpose
     ├── Refusal                         a contribution the coordinator will not commit (carries a reason token)
     │   ├── VersionConflict             expected_version is behind; carries current_version and a summary
-    │   └── Unresolved                  cites artifacts no store was consulted for (coordinator/item_rules.py)
+    │   ├── Unresolved                  cites artifacts no store was consulted for (coordinator/item_rules.py)
+    │   └── OverLimit                   a question, check or proposal over its limit (coordinator/item_rules.py)
     ├── Behind                          expected_version is behind the state, before the summary (coordinator/decide.py)
     ├── UnknownWorkspace                a workspace id the ledger has never opened
     ├── AmbiguousWorkspace              an operator named an id that several tenants have (docs/adr/0130)

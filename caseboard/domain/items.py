@@ -97,11 +97,14 @@ class RuntimeLimits(Frozen):
     """How many controller cycles the investigation may use; when they run out the status becomes `budget_exhausted`
     and no new work is scheduled."""
     max_open_questions: Count
-    """At most this many questions open at once; one more is refused `limit_exceeded`."""
+    """At most this many questions open at once; one more is refused `limit_exceeded`, or held beside other items
+    that land while the workspace escalates to `human_review_required` (docs/adr/0168)."""
     max_proposals: Count
-    """At most this many proposals in the workspace; one more is refused `limit_exceeded`."""
+    """At most this many proposals in the workspace; one more is refused `limit_exceeded`, or held beside other items
+    that land while the workspace escalates to `human_review_required` (docs/adr/0168)."""
     max_pending_work: Count
-    """At most this many work requests awaiting a result or claimed at once; one more is refused `limit_exceeded`."""
+    """At most this many work requests awaiting a result or claimed at once; one more is refused `limit_exceeded`, or
+    held beside other items that land while the workspace escalates to `human_review_required` (docs/adr/0168)."""
 
 
 class LimitsUpdate(Frozen):

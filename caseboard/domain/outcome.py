@@ -8,6 +8,7 @@ read: a submission answered in process pays for one slotted object per item and 
 
     {"ok": true, "workspace_version": 7, "items": [{"type": ..., "ref": ..., <decision>}, ...]}
     {"ok": true, "workspace_version": 7, "items": [...], "idempotent_replay": true}      (a retry)
+    {"ok": true, "workspace_version": 7, "items": [...], "held": [{"index": 2, ...}]}    (ADR 0168)
     {"ok": false, "reason": "<token>", "message": "...", "field": "...", <details>}     (field when known)
 """
 
@@ -92,6 +93,13 @@ class Accepted(_Outcome):
             "workspace_version": self.workspace_version,
             "items": [item.as_json() for item in self.decided],
         }
+        held = [
+            {"index": index, "type": item.type, "ref": item.ref, **item.decision["held"]}
+            for index, item in enumerate(self.decided)
+            if "held" in item.decision
+        ]
+        if held:  # items held for lack of capacity; the others landed (ADR 0168)
+            body["held"] = held
         if self.idempotent_replay:
             body["idempotent_replay"] = True
         return body

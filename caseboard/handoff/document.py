@@ -59,6 +59,18 @@ class LateEvidence(_Doc):
     """Why it bears on each, in the same order."""
 
 
+class Held(_Doc):
+    """A question, check or proposal held for lack of capacity (docs/adr/0168-held-for-lack-of-capacity.md): in
+    the ledger as submitted, recorded as nothing else until a person makes room for it."""
+
+    type: str
+    id: str
+    limit: str
+    author: str
+    recorded_at_version: int
+    item: dict[str, Any]
+
+
 class ProposalStatus(_Doc):
     id: str
     status: str
@@ -98,6 +110,8 @@ class Handoff(_Doc):
     """Observations that arrived after the workspace closed and bear on its conclusion (reducer v4): what a
     ``late_counterevidence`` handoff is about; empty when the projection lists none."""
     links: Links
+    held: tuple[Held, ...] = ()
+    """The items held for lack of capacity (reducer workspace-rules-v4's ``held``; empty where a reducer has none)."""
     note: str = NOTE
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -159,6 +173,7 @@ def build(key: str, projection: dict[str, Any], at: datetime, trigger: str, publ
                 for late in projection.get("late_counterevidence") or ()
             ],
             "links": {"ui": ui, "report": f"caseboard report {key} --out report.html"},
+            "held": [{name: h[name] for name in Held.model_fields} for h in projection.get("held", ())],
         }
     )
 

@@ -256,7 +256,9 @@ def tool_specs(catalog: Catalog) -> list[ToolSpec]:
             "author (your key's principal and role); an author in the arguments is refused. Pass expected_version "
             "to commit only if nobody changed the workspace since you read it, and an idempotency_key so that a "
             "retry after a lost answer cannot commit twice. Accepted: ok=true, the new workspace_version and the "
-            "coordinator's decision per item (a claim's generation, a proposal's status). Refused: ok=false with "
+            "coordinator's decision per item (a claim's generation, a proposal's status); a question, check or "
+            "proposal over its runtime limit beside other items is held (listed under held) while the others land, "
+            "and the workspace goes to a person. Refused: ok=false with "
             "reason, message, field, current_version, retryable and next_step; nothing was appended.",
             a.Submit,
             op.submit,

@@ -114,6 +114,12 @@ def sections(
         copied = getattr(state, "copy_of", {}).get(obs.id)
         if copied is not None:
             status += f", copy of {copied} (the same cited excerpt: not a separate source)"
+        fenced = getattr(state, "fenced_writes", {}).get(obs.id)
+        if fenced is not None:  # reducer v4, rule 5 (ADR 0167)
+            status += (
+                f", FENCED WRITER: its author's claim on {fenced.request_id} was fenced (not counted as support "
+                "until the live holder's result agrees or a verification settles it)"
+            )
         if obs.id in expiry:
             status += f", STALE: expired at {iso(obs.expires_at)} (as of {iso(as_of)})"
         elif obs.expires_at is not None:

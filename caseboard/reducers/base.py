@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from caseboard.domain.commit import Commit, Decision
-from caseboard.domain.items import KNOWLEDGE_ITEMS, Item
+from caseboard.domain.items import KNOWLEDGE_ITEMS, Item, Selection
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -95,6 +95,10 @@ class Reducer(Generic[S]):
     late_bearings: Callable[[S, Any, str | None], list[tuple[str, str, str]]] | None = None
     """What a late observation bears on among the closed conclusions (rule 2, ADR 0165); None: nothing, as for
     the released reducers, which do not flag late counterevidence."""
+    folds_held: bool = False
+    """Whether ``apply_item`` folds an item the coordinator held for lack of capacity (its decision has ``held``,
+    ADR 0168) itself: workspace-rules-v4 does; the registry hands any other reducer such an item as what was
+    decided of it, its escalation alone (``blind_to_knowledge``)."""
 
     def render(self, state: S) -> dict[str, Any]:
         """The projection of ``state`` as this reducer shows it: its statuses, under its name."""
@@ -211,12 +215,30 @@ def shared_key(principal: str, key: str) -> str:
     return key
 
 
+HELD_AS = Selection(type="selection", reason="held for lack of capacity")
+"""What a reducer that does not fold held items is given in place of one: an item that changes nothing itself,
+so that only the decision recorded with it (its escalation) is applied, as every reducer applies decisions."""
+
+
+def held_as_decided(item: Item, decision: Decision) -> tuple[Item, Decision]:
+    """An item the coordinator held for lack of capacity (ADR 0168), as a reducer that does not know holds folds
+    it: nothing of the item (it was not recorded as a question, check or proposal), its escalation as decided."""
+    if "held" not in decision:
+        return item, decision
+    escalation = decision.get("escalated")
+    return HELD_AS, ({"escalated": escalation} if escalation else {})
+
+
 def blind_to_knowledge(reducer: Reducer[S]) -> Reducer[S]:
     """``reducer`` as the other layers get it from the registry: knowledge items (``promote``, ``retire``) are
     left out of its folds. No released reducer knows them (workspace-rules-v1 ends its match with
     ``assert_never``), the projection has nothing to show of them and the knowledge store is written from the
-    ledger (docs/adr/0120). A commit without them is folded as it always was."""
+    ledger (docs/adr/0120). A commit without them is folded as it always was. An item the coordinator held for
+    lack of capacity (its decision has ``held``, ADR 0168) reaches a reducer that does not fold holds itself
+    (``Reducer.folds_held``) as what was decided of it: its escalation, nothing of the item."""
     evolve, apply_item = reducer.evolve, reducer.apply_item
+    if not reducer.folds_held:
+        evolve, apply_item = _blind_to_holds(evolve, apply_item)
 
     def evolve_known(state: S, commit: Commit) -> S:
         if any(item.type in KNOWLEDGE_ITEMS for item in commit.items):
@@ -233,3 +255,22 @@ def blind_to_knowledge(reducer: Reducer[S]) -> Reducer[S]:
             apply_item(state, commit, item, decision)
 
     return replace(reducer, evolve=evolve_known, apply_item=apply_known)
+
+
+def _blind_to_holds(
+    evolve: Callable[[S, Commit], S], apply_item: Callable[[S, Commit, Item, Decision], None]
+) -> tuple[Callable[[S, Commit], S], Callable[[S, Commit, Item, Decision], None]]:
+    """``evolve`` and ``apply_item`` of a reducer that does not fold held items, handed them as decided."""
+
+    def evolve_decided(state: S, commit: Commit) -> S:
+        if any("held" in decision for decision in commit.decisions):
+            pairs = [held_as_decided(i, d) for i, d in zip(commit.items, commit.decisions, strict=True)]
+            commit = commit.model_copy(
+                update={"items": tuple(i for i, _ in pairs), "decisions": tuple(d for _, d in pairs)}
+            )
+        return evolve(state, commit)
+
+    def apply_decided(state: S, commit: Commit, item: Item, decision: Decision) -> None:
+        apply_item(state, commit, *held_as_decided(item, decision))
+
+    return evolve_decided, apply_decided

@@ -114,6 +114,7 @@ def act(
                 notification_id=notification.id,
                 workspace_version=outcome.workspace_version,
                 replay=outcome.idempotent_replay,
+                held=[entry["ref"] for entry in outcome.get("held", ())],  # landed without them (ADR 0168)
             )
             if len(outcomes) >= MAX_STEPS:
                 return outcomes

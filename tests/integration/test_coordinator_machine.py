@@ -29,6 +29,9 @@ coordinator answered, and the invariants judge it. After every step:
 - a reopen that landed names an owner and leaves a budget of at least one cycle, and one that changed a limit is
   a change of constraints: no proposal is ``current`` or ``accepted`` unless checked against a version after it;
   what the projection lists as late counterevidence arrived late (issue 33, rule 2).
+- nothing submitted in good faith is lost at a limit (rule 9, ADR 0168): a question over ``max_open_questions``
+  beside a contradiction is held, the contradiction lands, the held item is in the ledger as submitted and in
+  the projection's ``held``, never among its questions, and an ``investigating`` workspace escalates.
 At the end of each run, a replay of the workspace's export equals the projection.
 """
 
@@ -72,6 +75,7 @@ OBS = ("o1", "o2", "o3", "o4")
 HYP = ("h1", "h2")
 PROPOSALS = ("p1", "p2")
 REQUESTS = ("r1", "r2")
+QUESTIONS = ("q1", "q2")
 SPECIALISTS = ("specialist-1", "specialist-2")
 CLAIMANTS = (*SPECIALISTS, "planner-1")  # a planner may run a check as a specialist, and then not verify on it
 PLANNERS = ("planner-1", "planner-2")
@@ -99,6 +103,7 @@ QUERIES: dict[str, dict[str, Any] | None] = {
 """What a result's query covered: the evidence of the run (event times T0..T0+90 min), or less."""
 NUMBERS = itertools.count()
 ANY = None
+ESCALATED = "human_review_required"
 """An outcome the model leaves to the rules: any accepted commit or any known refusal."""
 
 
@@ -124,6 +129,7 @@ class Model:
     now: float = 0.0
     supports: dict[str, set[str]] = field(default_factory=dict)  # hypothesis -> supports seen last step
     stopped: bool = False  # the budget was exhausted and no reopen came since
+    questions: set[str] = field(default_factory=set)  # recorded (not held) questions, all still open
 
 
 class CoordinatorMachine(RuleBasedStateMachine):
@@ -219,7 +225,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @initialize()
     def open_workspace(self) -> None:
         body = {"workspace_id": self.workspace, "author": {"principal": "operator-1", "role": "operator"}}
-        outcome = self.coordinator.submit(parse_contribution(json.dumps({**body, "items": [open_item()]})))
+        opening = open_item(max_open_questions=1)  # the second question is over the limit (rule 9)
+        outcome = self.coordinator.submit(parse_contribution(json.dumps({**body, "items": [opening]})))
         assert outcome.ok and self.ledger.head(self.workspace) == 1
         request = {"type": "work_request", "request_id": REQUESTS[0], "kind": "log_query", "target": "auth logs"}
         self.submit("planner", "planner-1", [request], {"ok"})  # work to claim from the first step on
@@ -255,6 +262,32 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.submit("specialist", who, [item], expect, expected_version=version, key=key)
         if self.fresh:
             self.model.observations.add(obs_id)
+
+    @rule(question_id=st.sampled_from(QUESTIONS), who=st.sampled_from(SPECIALISTS))
+    def challenge_and_ask(self, question_id: str, who: str) -> None:
+        """A specialist's contradicting observation, its challenge and a question: at max_open_questions the
+        question is held and the contradiction lands all the same (rule 9)."""
+        obs_id = f"oq{len(self.history)}"
+        seen = {
+            "type": "observation",
+            "id": obs_id,
+            "statement": "auth failures before the change",
+            "source": {"system": "logs", "instance": "auth-1"},
+            "event_time": iso(T0 - timedelta(minutes=30)),
+            "event_time_quality": "verified",
+        }
+        challenge = {"type": "link", "observation": obs_id, "hypothesis": HYP[0], "relation": "challenges"}
+        ask = {"type": "question", "id": question_id, "text": "did it start before the change?", "about": HYP[0]}
+        expect = {Reason.DUPLICATE_ID.value} if question_id in self.model.questions else {"ok"}
+        outcome = self.submit("specialist", who, [seen, challenge, ask], expect)
+        if not outcome["ok"]:
+            return
+        self.model.observations.add(obs_id)
+        if self.model.questions:  # max_open_questions is 1, and no question is ever answered here
+            assert [entry["index"] for entry in outcome.get("held", ())] == [2], outcome
+        else:
+            assert "held" not in outcome, outcome
+            self.model.questions.add(question_id)
 
     @rule(data=st.data(), hyp_id=st.sampled_from(HYP))
     def hypothesize(self, data: st.DataObject, hyp_id: str) -> None:
@@ -687,6 +720,24 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 assert not unseen, f"{entry['id']} is {entry['status']}, checked at {against}; new limits at {unseen}"
         flagged = {entry["observation"] for entry in projection["late_counterevidence"]}
         assert flagged <= late, f"{sorted(flagged - late)} flagged as late counterevidence, not late arrivals"
+
+    @invariant()
+    def nothing_is_lost_at_a_limit(self) -> None:
+        """Each item held for lack of capacity is in the ledger as submitted, beside the items that landed, listed
+        under ``held`` and never among the questions; an ``investigating`` workspace escalated with it."""
+        projection = self.coordinator.workspaces.show(self.workspace)
+        held = []
+        for commit in self.commits():
+            for item, decision in zip(commit.items, commit.decisions, strict=True):
+                if "held" in decision:
+                    assert len(commit.items) > 1, f"a contribution of held items alone landed at {commit.version}"
+                    assert item.type in ("question", "work_request", "proposal"), item
+                    held.append((item.type, getattr(item, "id", None) or item.request_id, commit.version))
+                    assert decision.get("escalated", {"to": ESCALATED})["to"] == ESCALATED, decision
+        shown = [(entry["type"], entry["id"], entry["recorded_at_version"]) for entry in projection["held"]]
+        assert shown == held, (shown, held)
+        recorded = {entry["id"] for entry in projection["questions"]}
+        assert recorded == self.model.questions, (recorded, self.model.questions)
 
     def teardown(self) -> None:
         try:

@@ -251,9 +251,29 @@ def test_open_questions_are_bounded_by_max_open_questions() -> None:
 
 
 def test_questions_within_one_contribution_count_against_the_limit() -> None:
+    """The third question of one contribution is over max_open_questions: held, while the first two land
+    (rule 9, ADR 0168); questions alone over the limit are refused whole."""
     board = opened(max_open_questions=2)
-    outcome = refused(board, "limit_exceeded", "planner", [question("q-1"), question("q-2"), question("q-3")])
-    assert outcome["field"] == "items[2]"
+    outcome = board.ok("planner", [question("q-1"), question("q-2"), question("q-3")])
+    assert [(entry["index"], entry["limit"]) for entry in outcome["held"]] == [(2, "max_open_questions")]
+    outcome = refused(board, "limit_exceeded", "planner", [question("q-4"), question("q-5")])
+    assert outcome["field"] == "items[0]"
+
+
+@pytest.mark.parametrize("name", sorted(REDUCERS))
+def test_a_held_item_is_folded_as_its_escalation_alone_in_every_reducer(name: str) -> None:
+    """Every reducer folds a held question as nothing but the escalation recorded with it (ADR 0168): no open
+    question is counted, the workspace is human_review_required, and the other items landed."""
+    board = opened(max_open_questions=1)
+    board.ok("planner", [question("q-1")])
+    board.ok("specialist", [obs("obs-1"), question("q-2")])
+    view = get_reducer(name).render(board.folded(name))
+    assert view["counters"]["open_questions"] == 1
+    assert view["status"] == "human_review_required"
+    assert "obs-1" in view["selected_items"]["observations"]
+    assert [(h["type"], h["id"]) for h in view.get("held", [])] == (
+        [] if name != "workspace-rules-v4" else [("question", "q-2")]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(REDUCERS))

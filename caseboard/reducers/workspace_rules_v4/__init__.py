@@ -28,6 +28,7 @@ REDUCER: Reducer[WorkspaceStateV4] = Reducer(
     idempotency_slot=slot,
     selected_now=lambda state: state.selected_now(),
     late_bearings=bearings,
+    folds_held=True,
 )
 
 __all__ = ["NAME", "REDUCER", "WorkspaceStateV4"]

@@ -26,7 +26,15 @@ Each item is applied by v3's ``apply_item`` except where v4 differs (docs/rules-
   0165) is kept under ``late_counter``, one record per conclusion, with why; a ``reopen`` whose limits change
   a value is a change of constraints (material: it flags every proposal, as a ``constraints`` item does);
 - each observation's event time widens the workspace's incident window (``first_event_at``,
-  ``last_event_at``).
+  ``last_event_at``);
+- rule 5, a fenced writer cannot launder its result: an observation whose author's claim on a request was fenced
+  (a reclaim, or another's claim after its lease lapsed), and who does not hold it now, is listed under
+  ``fenced_writes`` when it is about that request's target (its source or instances are named in the target,
+  ADR 0167); ``render`` does not count it as support until the live holder's result corroborates it or a
+  verification settles the hypothesis;
+- rule 9, nothing submitted in good faith is lost at a limit: an item the coordinator held for lack of capacity
+  (its decision has ``held``, ADR 0168) is listed under ``held`` as submitted and folded as nothing else; its
+  escalation, when one was decided, is applied.
 
 Pure: nothing but the state and the commit. Each rule reads what the item touches (the check, the claim and
 the evidence under it), never the history.
@@ -34,6 +42,7 @@ the evidence under it), never the history.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta
 from itertools import chain
@@ -41,10 +50,19 @@ from typing import TypeVar
 
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit, Decision
+from caseboard.domain.principals import principal_key, same_principal
 from caseboard.reducers.workspace_rules_v1.evolve import fold_commit
 from caseboard.reducers.workspace_rules_v3.evolve import apply_item as apply_item_v3
 from caseboard.reducers.workspace_rules_v4.late import Bearing, bearings, linked
-from caseboard.reducers.workspace_rules_v4.state import LateCounterRec, UnsettledRec, WorkspaceStateV4, slot
+from caseboard.reducers.workspace_rules_v4.state import (
+    FencedClaimsRec,
+    FencedWriteRec,
+    HeldRec,
+    LateCounterRec,
+    UnsettledRec,
+    WorkspaceStateV4,
+    slot,
+)
 
 NAME = "workspace-rules-v4"
 CLOCK_SKEW = timedelta(seconds=5)
@@ -126,6 +144,9 @@ def _changes_limits(state: WorkspaceStateV4, limits: it.LimitsUpdate) -> bool:
 
 
 def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
+    if "held" in decision:  # rule 9: recorded as held, nothing of the item folded
+        _hold(state, commit, item, decision)
+        return
     body = item if isinstance(item, it.Observation) else getattr(item, "observation", None)
     excerpt = decision.get("excerpt")
     if excerpt and isinstance(body, it.ObservationBody) and not body.derived_from:
@@ -143,6 +164,7 @@ def apply_item(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision:
     for group, held in before.items():  # v1 counted each member; a group of copies is one source
         after = _held(state, group)
         state.selected_count += (after > 0) - (held > 0) - (after - held)
+    _fenced_facts(state, commit, item, decision)
 
 
 def _bears_on(state: WorkspaceStateV4, item: it.Item, decision: Decision) -> tuple[str, list[Bearing]]:
@@ -278,3 +300,58 @@ def _unsettled(
     state.unsettled[ref] = UnsettledRec(
         ref, kind, claim, checks, result, commit.author.principal, commit.version, missing, start, end
     )
+
+
+def _hold(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
+    """Rule 9 (ADR 0168): an item held for lack of capacity is listed as submitted, with the limit it would have
+    crossed; the workspace takes the escalation the coordinator decided with it, as for a selection's."""
+    held = decision["held"]
+    item_id = str(getattr(item, "id", None) or getattr(item, "request_id", ""))
+    ref = f"{item.type} {item_id}@{commit.version}"
+    state.held[ref] = HeldRec(
+        ref,
+        item.type,
+        item_id,
+        held["limit"],
+        held["limit_value"],
+        held["open"],
+        commit.author.principal,
+        commit.version,
+        item.model_dump(mode="json", exclude_none=True),
+    )
+    escalation = decision.get("escalated")
+    if escalation:
+        state.status = escalation["to"]
+        state.status_reason = escalation["reason"]
+
+
+def _fenced_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item, decision: Decision) -> None:
+    """Rule 5 (ADR 0167): who was fenced from which request, the observation each check's result carried, and
+    each observation a fenced principal records about the target of a request it no longer holds."""
+    author = commit.author.principal
+    match item:
+        case it.WorkClaim() | it.WorkReclaim() if decision.get("fenced_holder"):
+            fenced = str(decision["fenced_holder"])
+            if not same_principal(fenced, author):
+                known = state.fenced_claims.get(principal_key(fenced))
+                requests = known.requests if known is not None else ()
+                if item.request_id not in requests:
+                    rec = FencedClaimsRec(principal_key(fenced), (*requests, item.request_id))
+                    state.fenced_claims[rec.principal] = rec
+        case it.WorkResult() if item.observation is not None:
+            state.check_results[item.request_id] = item.observation.id
+        case it.Observation():
+            claims = state.fenced_claims.get(principal_key(author))
+            for request_id in claims.requests if claims is not None else ():
+                work = state.work[request_id]
+                if not same_principal(work.holder, author) and about_target(work.target, item):
+                    state.fenced_writes[item.id] = FencedWriteRec(item.id, request_id, author, commit.version)
+                    return
+
+
+def about_target(target: str, body: it.ObservationBody) -> bool:
+    """Whether an observation is about a request's target: the target (a short description) names the system or
+    instance it was read from, or an instance it covers, as a word of its own (case-insensitively)."""
+    words = set(re.split(r"[^\w.:/@-]+", target.casefold()))
+    named = (body.source.system, body.source.instance, *(body.scope.instances if body.scope else ()))
+    return any(name.casefold() in words for name in named)

@@ -16,6 +16,12 @@
   source once (the first of its copies it cites) and ``supporting_copies`` the other copies under it.
 - Rule 2: every late arrival that bears on a closed conclusion (a confirmed hypothesis, an accepted plan) is
   listed under ``late_counterevidence``, once per observation, with what it bears on and why (ADR 0165).
+- Rule 5: an observation a fenced writer recorded about its request's target shows ``fenced_writer`` (the
+  request, and the live holder's result when there is one); a hypothesis lists it under ``uncounted_support``,
+  not among its ``supporting_sources``, and its status does not count it, until the live holder's result
+  supports the hypothesis too or a verification settles it (ADR 0167).
+- Rule 9: every question, check or proposal held for lack of capacity is listed under ``held`` with the limit
+  it would have crossed and the item as submitted (ADR 0168).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from caseboard.reducers.workspace_rules_v1.state import HypothesisRec, Workspace
 from caseboard.reducers.workspace_rules_v3.render import coverage, sources
 from caseboard.reducers.workspace_rules_v3.render import hypothesis_status as hypothesis_status_v3
 from caseboard.reducers.workspace_rules_v3.render import render as render_v3
-from caseboard.reducers.workspace_rules_v4.state import UnsettledRec, WorkspaceStateV4
+from caseboard.reducers.workspace_rules_v4.state import HeldRec, UnsettledRec, WorkspaceStateV4
 
 
 def hypothesis_status(state: WorkspaceState, hyp: HypothesisRec) -> str:
@@ -38,12 +44,42 @@ def hypothesis_status(state: WorkspaceState, hyp: HypothesisRec) -> str:
     future = getattr(state, "future_clock", {})
     if hyp.challenging and all(ref in future for ref in hyp.challenging):  # rule 8: an order nobody can know
         hyp = replace(hyp, challenging=())
+    pending = uncounted_support(state, hyp)
+    if pending:  # rule 5: a fenced writer's word is not support until the live result or a verification settles it
+        hyp = replace(hyp, supporting=tuple(ref for ref in hyp.supporting if ref not in pending))
     status = hypothesis_status_v3(state, hyp)
     if status == "confirmed":
         decided = getattr(state, "decided_on", {}).get(hyp.id, hyp.verified_version or 0)
         if state.material.get(hyp.id, 0) > decided:
             return "confirmed_before_challenge"
     return status
+
+
+def uncounted_support(state: WorkspaceState, hyp: HypothesisRec) -> tuple[str, ...]:
+    """Rule 5 (ADR 0167): the observations supporting ``hyp`` that a fenced writer recorded about its request's
+    target, and that nothing settled: neither a verification of ``hyp`` nor the live holder's result, whose
+    observation would then support ``hyp`` too."""
+    writes = getattr(state, "fenced_writes", None)
+    if not writes or hyp.verification in ("confirmed", "refuted"):
+        return ()
+    results = getattr(state, "check_results", {})
+    return tuple(
+        ref for ref in hyp.supporting if ref in writes and results.get(writes[ref].request_id) not in hyp.supporting
+    )
+
+
+def held_item(rec: HeldRec) -> dict[str, Any]:
+    return {
+        "ref": rec.ref,
+        "type": rec.type,
+        "id": rec.item_id,
+        "limit": rec.limit,
+        "limit_value": rec.limit_value,
+        "open": rec.open,
+        "author": rec.author,
+        "recorded_at_version": rec.version,
+        "item": rec.item,
+    }
 
 
 def unsettled(rec: UnsettledRec) -> dict[str, Any]:
@@ -128,6 +164,7 @@ def render(state: WorkspaceStateV4, reducer: Reducer[Any]) -> dict[str, Any]:
         entry["supporting_sources"], entry["supporting_copies"] = one_source_each(
             state, state.hypotheses[entry["id"]].supporting
         )
+        _fenced_support(state, entry)
     for entry in (*document["hypotheses"], *document["questions"]):
         entry["coverage_insufficient"] = by_claim.get(entry["id"], [])
     document["coverage_insufficient"] = [unsettled(rec) for rec in state.unsettled.values()]
@@ -141,4 +178,30 @@ def render(state: WorkspaceStateV4, reducer: Reducer[Any]) -> dict[str, Any]:
         entry["tied_with"] = [ref for ref in instants[entry["event_time"]] if ref != entry["id"]]
         entry["copy_of"] = state.copy_of.get(entry["id"])
         entry["copies"] = list(state.copies.get(entry["id"], ()))
+        _fenced_writer(state, entry)
+    document["held"] = [held_item(rec) for rec in state.held.values()]
     return document
+
+
+def _fenced_support(state: WorkspaceStateV4, entry: dict[str, Any]) -> None:
+    """Rule 5: a hypothesis's support a fenced writer gave, and nothing settled, is listed apart."""
+    pending = uncounted_support(state, state.hypotheses[entry["id"]])
+    entry["uncounted_support"] = list(pending)
+    if pending:
+        counted = tuple(ref for ref in state.hypotheses[entry["id"]].supporting if ref not in pending)
+        entry["supporting_sources"], entry["supporting_copies"] = one_source_each(state, counted)
+
+
+def _fenced_writer(state: WorkspaceStateV4, entry: dict[str, Any]) -> None:
+    """Rule 5: an observation a fenced writer recorded about its request's target names the request and the
+    live holder's result (the observation it carried, once there is one)."""
+    rec = state.fenced_writes.get(entry["id"])
+    entry["fenced_writer"] = (
+        None
+        if rec is None
+        else {
+            "request_id": rec.request_id,
+            "recorded_at_version": rec.version,
+            "live_result": state.check_results.get(rec.request_id),
+        }
+    )

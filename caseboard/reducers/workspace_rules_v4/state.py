@@ -15,6 +15,10 @@
   artifact's citations touch, never the history;
 - ``late_counter``: each late arrival that bears on a closed conclusion (a confirmed hypothesis, an accepted
   plan), one record per observation and conclusion, with why (rule 2, ADR 0165).
+- ``fenced_claims`` / ``fenced_writes`` / ``check_results``: who was fenced from which request, the observations
+  such a principal recorded about that request's target afterwards, and the observation each check's result
+  carried (rule 5, ADR 0167);
+- ``held``: the questions, checks and proposals the coordinator held for lack of capacity (rule 9, ADR 0168).
 """
 
 from __future__ import annotations
@@ -62,7 +66,46 @@ class LateCounterRec:
     version: int
 
 
-RECORDS: dict[str, type[Any]] = {**V3_RECORDS, "unsettled": UnsettledRec, "late_counter": LateCounterRec}
+@dataclass(frozen=True, slots=True)
+class FencedWriteRec:
+    """An observation recorded by a principal whose claim on ``request_id`` had been fenced, about that
+    request's target (rule 5, ADR 0167): flagged, and not counted as support until the live holder's result
+    corroborates it or a verification settles the hypothesis."""
+
+    ref: str
+    request_id: str
+    author: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class FencedClaimsRec:
+    """The requests a principal (``principal_key``) had its claim on fenced from (rule 5, ADR 0167)."""
+
+    principal: str
+    requests: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRec:
+    """A question, check or proposal the coordinator held for lack of capacity (rule 9, ADR 0168): in the ledger
+    as submitted (``item``, its JSON), recorded as nothing else."""
+
+    ref: str
+    type: str
+    item_id: str
+    limit: str
+    limit_value: int
+    open: int
+    author: str
+    version: int
+    item: dict[str, Any]
+
+
+RECORDS: dict[str, type[Any]] = {
+    **V3_RECORDS, "unsettled": UnsettledRec, "fenced_claims": FencedClaimsRec, "fenced_writes": FencedWriteRec,
+    "held": HeldRec, "late_counter": LateCounterRec,
+}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -83,10 +126,19 @@ class WorkspaceStateV4(WorkspaceStateV3):
     excerpt_sources: MutableMapping[str, str] = field(default_factory=dict)
     cited_spans: MutableMapping[str, tuple[tuple[str, int, int, str], ...]] = field(default_factory=dict)
     late_counter: MutableMapping[str, LateCounterRec] = field(default_factory=dict)
+    fenced_claims: MutableMapping[str, FencedClaimsRec] = field(default_factory=dict)
+    """Rule 5 (ADR 0167): for each principal (``principal_key``), the requests its claim on was fenced (a reclaim,
+    or another's claim after its lease lapsed)."""
+    fenced_writes: MutableMapping[str, FencedWriteRec] = field(default_factory=dict)
+    check_results: MutableMapping[str, str] = field(default_factory=dict)
+    """Rule 5: the observation each check's result carried, by request id."""
+    held: MutableMapping[str, HeldRec] = field(default_factory=dict)
+    """Rule 9 (ADR 0168): the items held for lack of capacity, by ``<type> <id>@<version>``."""
 
     MAPPINGS: ClassVar[tuple[str, ...]] = (
         *WorkspaceStateV3.MAPPINGS, "unsettled", "check_runners", "decided_on", "future_clock",
-        "copy_of", "copies", "excerpt_sources", "cited_spans", "late_counter",
+        "copy_of", "copies", "excerpt_sources", "cited_spans",
+        "fenced_claims", "fenced_writes", "check_results", "held", "late_counter",
     )  # fmt: skip
 
     def copied_from(self, excerpt: Mapping[str, Any]) -> str | None:
@@ -132,4 +184,13 @@ def slot(principal: str, key: str) -> str:
     return slot_v3(principal_key(principal), key)
 
 
-__all__ = ["RECORDS", "LateCounterRec", "UnsettledRec", "WorkspaceStateV4", "slot"]
+__all__ = [
+    "RECORDS",
+    "FencedClaimsRec",
+    "FencedWriteRec",
+    "HeldRec",
+    "LateCounterRec",
+    "UnsettledRec",
+    "WorkspaceStateV4",
+    "slot",
+]
