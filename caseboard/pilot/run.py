@@ -1,0 +1,513 @@
+"""``caseboard pilot``: the whole pilot loop on this machine, from an alert to a person's handoff.
+
+It starts, each in a process group of its own (so that Ctrl-C reaches this process, which stops every group):
+a private Redis, the recorded-reply model twin (unless ``CASEBOARD_MODEL_URL`` names a model), ``caseboard
+serve``, a private Alertmanager posting to the serve's Alertmanager intake, a private Prometheus whose rule
+fires on the demo service's authentication failures, the demo service (``service.py``) with its two TLS
+endpoints, the dispatcher, the planner (with the controller, which delivers handoffs) and the verifier, and a
+``caseboard specialist`` for each source; in this process, the handoff receiver. Everything lives in the run
+folder (``--dir``, emptied first): the ledger (SQLite), the configuration it generated, each process's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from caseboard.domain.errors import ConfigurationError
+from caseboard.pilot.receiver import Receiver, describe
+from caseboard.pilot.servers import (
+    ALERTMANAGER,
+    PROMETHEUS,
+    Child,
+    alertmanager,
+    child,
+    free_port,
+    have_alertmanager,
+    have_prometheus,
+    private_postgres,
+    prometheus,
+    wait_for,
+)
+
+TENANT = "tenant-a"
+GROUP = '{}:{alertname="AuthFailuresHigh"}'
+"""Alertmanager's key of the alert group (``group_by: [alertname]``): the workspace's id is made from it."""
+RULES = """
+groups:
+  - name: payments
+    interval: 1s
+    rules:
+      - alert: AuthFailuresHigh
+        expr: sum(rate(auth_failures_total[5s])) > 2
+        labels: {service: payments-api, env: production}
+        annotations: {summary: "authentication failures on payments-api above 2 a second"}
+"""
+WEBHOOK_SECRET = "CASEBOARD_PILOT_WEBHOOK_SECRET"
+MISSING = (
+    "caseboard pilot needs Prometheus and Alertmanager ({missing} not found): "
+    "apt-get install prometheus prometheus-alertmanager"
+)
+NO_POSTGRES = (
+    "caseboard pilot needs PostgreSQL: apt-get install postgresql (it starts a private server with initdb), or set "
+    "CASEBOARD_DATABASE_URL to a PostgreSQL it may use (in a schema of its own)"
+)
+NO_REDIS = (
+    "caseboard pilot needs Redis for its queues: apt-get install redis-server (or set CASEBOARD_REDIS_URL to a "
+    "Redis it may use under a namespace of its own)"
+)
+
+
+@dataclass
+class Options:
+    folder: Path
+    until_handoff: bool = False
+    timeout_s: float = 300.0
+    base_port: int = 0
+    model_url: str | None = None
+
+
+class Stopped(Exception):
+    """SIGINT or SIGTERM: unwind, stopping everything started."""
+
+
+def check_programs() -> None:
+    missing = [p for p, found in ((PROMETHEUS, have_prometheus()), (ALERTMANAGER, have_alertmanager())) if not found]
+    if missing:
+        raise ConfigurationError(MISSING.format(missing=" and ".join(missing)))
+
+
+class Ports:
+    """``base`` and up, one each, or free ports when ``base`` is 0."""
+
+    def __init__(self, base: int) -> None:
+        self.next = base
+
+    def take(self) -> int:
+        if not self.next:
+            return free_port()
+        self.next += 1
+        return self.next - 1
+
+
+def run(options: Options, out: TextIO = sys.stdout) -> int:
+    """The loop; SIGINT or SIGTERM stops everything it started (each process group, then this process's
+    threads) and returns 130."""
+    check_programs()
+    caught: list[int] = []
+
+    def stop(signum: int, _: FrameType | None) -> None:
+        if not caught:
+            caught.append(signum)
+            raise Stopped
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    status = 130
+    try:
+        with ExitStack() as stack:
+            try:
+                status = Pilot(options, out, stack).run()
+            except Stopped:
+                say(out, "interrupted: stopping everything it started")
+            except (TimeoutError, RuntimeError) as error:  # a server that did not start: one line
+                raise ConfigurationError(f"{error}; the logs are in {options.folder / 'logs'}") from None
+            finally:
+                for sig in previous:  # a second Ctrl-C does not cut the stopping short
+                    signal.signal(sig, signal.SIG_IGN)
+        say(out, "stopped: nothing it started is running")
+        return status
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def say(out: TextIO, line: str) -> None:
+    out.write(f"pilot: {line}\n")
+    out.flush()
+
+
+class Pilot:
+    def __init__(self, options: Options, out: TextIO, stack: ExitStack) -> None:
+        self.options = options
+        self.out = out
+        self.stack = stack
+        self.folder = options.folder.resolve()
+        self.ports = Ports(options.base_port)
+        self.children: list[Child] = []
+        self.database_url = ""
+        self.redis_url = ""
+        self.namespace = f"caseboard-pilot-{secrets.token_hex(4)}"
+        self.secret = secrets.token_urlsafe(24)
+
+    # -- starting ------------------------------------------------------------------------------------------
+
+    def say(self, line: str) -> None:
+        say(self.out, line)
+
+    def started(self, running: Child, what: str) -> Child:
+        self.children.append(running)
+        self.say(f"started {what} (pid {running.pid})")
+        return running
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
+        for name in ("CASEBOARD_MODEL", "CASEBOARD_MODEL_API_KEY", "CASEBOARD_MODEL_TIMEOUT_S"):
+            if self.options.model_url and os.environ.get(name):
+                env[name] = os.environ[name]
+        env.update(
+            CASEBOARD_DATABASE_URL=self.database_url,
+            CASEBOARD_REDIS_URL=self.redis_url,
+            CASEBOARD_REDIS_NAMESPACE=self.namespace,
+            CASEBOARD_TENANTS=str(self.folder / "tenants.toml"),
+            CASEBOARD_SOURCES=str(self.folder / "sources.toml"),
+            CASEBOARD_LOG_FORMAT="json",
+            CASEBOARD_LOG_LEVEL="info",
+        )
+        env.update(extra)
+        return env
+
+    def caseboard(self, name: str, *args: str, **env: str) -> Child:
+        log = self.folder / "logs" / f"{name}.log"
+        command = [sys.executable, "-m", "caseboard", *args]
+        return self.stack.enter_context(child(name, command, env=self.env(**env), log=log))
+
+    def postgres(self) -> None:
+        port = self.ports.take()
+        try:
+            running = self.stack.enter_context(
+                private_postgres(self.folder / "postgres", port, self.folder / "logs" / "postgres.log")
+            )
+        except FileNotFoundError:
+            configured = os.environ.get("CASEBOARD_DATABASE_URL", "")
+            if not configured.startswith(("postgresql:", "postgres:")):
+                raise ConfigurationError(NO_POSTGRES) from None
+            parts = urlsplit(configured)
+            query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+            schema = self.namespace.replace("-", "_")
+            self.database_url = urlunsplit(parts._replace(query=urlencode([*query, ("schema", schema)])))
+            self.say(f"using the PostgreSQL of CASEBOARD_DATABASE_URL, in the schema {schema}")
+            return
+        self.database_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.started(running, f"a private PostgreSQL on port {port} (initdb in the run folder)")
+
+    def redis(self) -> None:
+        program = shutil.which("redis-server")
+        if program is None:
+            configured = os.environ.get("CASEBOARD_REDIS_URL")
+            if not configured:
+                raise ConfigurationError(NO_REDIS)
+            self.redis_url = configured
+            self.stack.callback(self.flush_namespace)
+            self.say(f"using the Redis at {configured} under the namespace {self.namespace}")
+            return
+        port = self.ports.take()
+        args = [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        args += ["--dir", str(self.folder)]
+        running = self.stack.enter_context(child("redis", args, log=self.folder / "logs" / "redis.log"))
+        self.redis_url = f"redis://127.0.0.1:{port}/0"
+        self.started(running, f"a private Redis on port {port}")
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=1)
+        try:
+            poll("Redis", lambda: _pings(client), 20, running)
+        finally:
+            client.close()
+
+    def flush_namespace(self) -> None:
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url)
+        try:
+            keys = list(client.scan_iter(match=f"{self.namespace}*"))
+            if keys:
+                client.delete(*keys)
+        finally:
+            client.close()
+
+    def run(self) -> int:
+        options = self.options
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        (self.folder / "logs").mkdir(parents=True)
+        self.say(f"run folder {self.folder} (the generated configuration, the export, every process's log)")
+        self.postgres()
+        self.redis()
+
+        from caseboard.app import build_app
+        from caseboard.intake.alerts import AlertGroup
+        from caseboard.intake.translate import workspace_id
+        from caseboard.keys import open_key_store
+        from caseboard.settings import Settings
+
+        app = build_app(Settings(database_url=self.database_url, log_level="warning"), database_url=self.database_url)
+        self.stack.callback(app.close)
+        keys = open_key_store(self.database_url)
+        from caseboard.domain.items import Role
+
+        intake = keys.create("alertmanager", (Role.INTAKE,), TENANT, "pilot").token
+        operator = keys.create("pilot-operator", (Role.OPERATOR,), TENANT, "pilot").token
+        keys.close()
+
+        serve_port, metrics_port = self.ports.take(), self.ports.take()
+        tls_ports = (self.ports.take(), self.ports.take())
+        tls = [f"127.0.0.1:{p}" for p in tls_ports]
+        base = f"http://127.0.0.1:{serve_port}"
+
+        receiver = Receiver(self.secret, self.ports.take())
+        self.stack.callback(receiver.stop)
+        self.say(f"handoff receiver listening at {receiver.url}")
+
+        model_url = options.model_url
+        if model_url is None:
+            port = self.ports.take()
+            values = ["--value", f"tls_targets={' '.join(tls)}"]
+            command = [sys.executable, "-m", "caseboard.pilot.twin", "--port", str(port), *values]
+            twin = self.stack.enter_context(child("twin", command, log=self.folder / "logs" / "twin.log"))
+            model_url = f"http://127.0.0.1:{port}/v1"
+            self.started(twin, f"the model twin at {model_url}")
+            self.say(
+                "  the planner and the verifier are answered by recorded replies (caseboard/pilot/twin_replies.json), "
+                "not by a model; set CASEBOARD_MODEL_URL to use one"
+            )
+            wait_for(f"http://127.0.0.1:{port}/v1/models", alive=twin)
+        else:
+            self.say(f"the planner and the verifier ask the model at {model_url}")
+
+        (self.folder / "tenants.toml").write_text(
+            f'[tenants.{TENANT}]\npublic_url = "{base}"\nclock_trusted = true\n'
+            f"[tenants.{TENANT}.limits]\nmax_investigation_cycles = 10\n"
+            f'[[tenants.{TENANT}.webhooks]]\nurl = "{receiver.url}"\nsecret_env = "{WEBHOOK_SECRET}"\n'
+        )
+        serve = self.started(self.caseboard("serve", "serve", "--port", str(serve_port)), f"caseboard serve on {base}")
+        wait_for(f"{base}/health", timeout=30, alive=serve)
+
+        manager_port, prometheus_port = self.ports.take(), self.ports.take()
+        manager = self.stack.enter_context(
+            alertmanager(
+                f"{base}/intake/alertmanager",
+                intake,
+                group_interval_s=5,
+                port=manager_port,
+                log=self.folder / "logs" / "alertmanager.log",
+            )
+        )
+        self.say(f"started a private Alertmanager on {manager}, posting to {base}/intake/alertmanager")
+        target = f"127.0.0.1:{metrics_port}"
+        prom = self.stack.enter_context(
+            prometheus([target], RULES, manager, port=prometheus_port, log=self.folder / "logs" / "prometheus.log")
+        )
+        self.say(f"started a private Prometheus on {prom}, scraping {target} every second")
+        (self.folder / "sources.toml").write_text(
+            f'[tenants.{TENANT}.sources.prometheus]\ntype = "prometheus"\nendpoint = "{prom}"\nclock_trusted = true\n'
+            f'[tenants.{TENANT}.sources.certs]\ntype = "tls"\noptions = {{ allowed = {json.dumps(tls)} }}\n'
+        )
+        change = self.folder / "certificate-changed"
+        service_args = ["--metrics-port", str(metrics_port), "--tls-ports", *map(str, tls_ports)]
+        service = self.stack.enter_context(
+            child(
+                "service",
+                [sys.executable, "-m", "caseboard.pilot.service", *service_args, "--change-file", str(change)],
+                log=self.folder / "logs" / "service.log",
+            )
+        )
+        self.started(
+            service,
+            f"the demo service payments-api: metrics on {target}, TLS on {tls[0]} (payments-api-1, old chain) "
+            f"and {tls[1]} (payments-api-3, new chain)",
+        )
+        wait_for(f"http://{target}/metrics", alive=service)
+
+        self.started(self.caseboard("dispatch", "dispatch", "--poll", "0.1"), "the dispatcher")
+        model = {"CASEBOARD_MODEL_URL": model_url, WEBHOOK_SECRET: self.secret}
+        if not os.environ.get("CASEBOARD_MODEL") or options.model_url is None:
+            model["CASEBOARD_MODEL"] = "caseboard-twin" if options.model_url is None else "default"
+        agent = ("agent", "--tenant", TENANT, "--tick", "0.5", "--turn-timeout", "30")
+        self.started(
+            self.caseboard(
+                "planner", *agent, "--role", "planner", "--principal", "planner-1", "--with-controller", **model
+            ),
+            "the planner (model-backed; it runs the controller, which delivers handoffs)",
+        )
+        self.started(
+            self.caseboard("verifier", *agent, "--role", "verifier", "--principal", "verifier-1", **model),
+            "the verifier (model-backed)",
+        )
+        for source in ("prometheus", "certs"):
+            self.started(
+                self.caseboard(
+                    f"specialist-{source}", "specialist", "--source", source, "--tenant", TENANT, "--tick", "0.5"
+                ),
+                f"caseboard specialist for the source {source}",
+            )
+
+        deadline = time.monotonic() + options.timeout_s
+        query = f"{prom}/api/v1/query"
+        poll(
+            "payments-api-2's first failures in Prometheus",
+            lambda: _series(query, 'auth_failures_total{instance="payments-api-2"} > 0'),
+            60,
+            service,
+        )
+        self.say("payments-api-2 is failing to authenticate; Prometheus has recorded it")
+        change.touch()
+        self.say("payments-api-3's certificate changes now (a new chain); it starts failing too")
+        poll("the alert", lambda: _firing(prom), _left(deadline), service)
+        self.say("the alert AuthFailuresHigh fired in Prometheus; Alertmanager posts it to caseboard")
+
+        workspace = workspace_id(AlertGroup(source="alertmanager", group=GROUP, labels={}, summary="", alerts=()))
+        key = f"{TENANT}/{workspace}"
+        poll("the workspace", lambda: app.ledger.head(key) > 0, _left(deadline), serve)
+        follower = Follower(app, key, self.say)
+        follower.follow()
+        while True:
+            follower.follow()
+            if receiver.taken:
+                break
+            if time.monotonic() > deadline:
+                raise ConfigurationError(
+                    f"no handoff within {options.timeout_s:g} s; the processes' logs are in {self.folder / 'logs'}"
+                )
+            for running in self.children:
+                if running.exited():
+                    raise ConfigurationError(
+                        f"{running.name} exited with status {running.process.returncode}; see {running.log}"
+                    )
+            time.sleep(0.2)
+        follower.follow()
+        delivery = receiver.taken[0]
+        self.say(f"the handoff arrived at the receiver, signature valid, delivery {delivery.delivery_id}:")
+        for line in describe(delivery.document):
+            self.out.write(f"    {line}\n")
+        version = delivery.document["workspace_version"]
+        export = self.folder / "export.jsonl"
+        report = self.folder / "report.html"
+        self.cli("export", key, "--out", str(export), "--with-excerpts")
+        self.cli("report", str(export), "--out", str(report))
+        shown = app.workspaces.show(key, version)
+        claims = ", ".join(f"{h['id']} {h['status']}" for h in shown["hypotheses"]) or "none"
+        self.say(f"the workspace is {shown['status']} at version {version}; hypotheses: {claims}")
+        self.out.write(
+            f"\n  console   {base}/ui/workspaces/{workspace}?version={version}   (sign in with {operator})\n"
+            f"  report    file://{report}\n"
+            f"  verify    caseboard verify {export}\n\n"
+        )
+        self.out.flush()
+        if options.until_handoff:
+            return 0
+        self.say("everything keeps running so that the console answers; Ctrl-C stops it all")
+        while True:
+            for running in self.children:
+                if running.exited():
+                    raise ConfigurationError(f"{running.name} exited; see {running.log}")
+            time.sleep(0.5)
+
+    def cli(self, *args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "caseboard", *args],
+            env=self.env(CASEBOARD_LOG_LEVEL="warning"),
+            capture_output=True,
+            text=True,
+            start_new_session=True,
+        )
+        if done.returncode != 0:
+            raise ConfigurationError(f"caseboard {args[0]} failed: {done.stderr.strip()}")
+
+
+class Follower:
+    """Says what each new commit of the workspace did, in one line."""
+
+    def __init__(self, app: Any, key: str, say: Callable[[str], None]) -> None:
+        self.app = app
+        self.key = key
+        self.say = say
+        self.seen = 0
+
+    def follow(self) -> None:
+        head = self.app.ledger.head(self.key)
+        if head <= self.seen:
+            return
+        for commit in self.app.ledger.read(self.key, self.seen):
+            for line in lines(commit):
+                self.say(f"v{commit.version} {line}")
+            self.seen = commit.version
+            if any(i.type == "link" for i in commit.items):
+                shown = self.app.workspaces.show(self.key, commit.version)
+                for hypothesis in shown["hypotheses"]:
+                    self.say(f"   hypothesis {hypothesis['id']} is now {hypothesis['status']}")
+
+
+def lines(commit: Any) -> Iterator[str]:
+    who = commit.author.principal
+    for item in commit.items:
+        kind = item.type
+        if kind == "open":
+            yield f"workspace {commit.workspace_id} opened at version {commit.version} by {who} (Alertmanager intake)"
+        elif kind == "observation":
+            yield f"observation by {who}: {item.statement}"
+        elif kind == "cycle":
+            yield f"cycle {item.number}: the controller schedules {', '.join(item.scheduled)}"
+        elif kind == "work_request":
+            yield f"{who} requests the check {item.request_id} ({item.kind}): {item.target}"
+        elif kind == "work_result":
+            summary = " ".join(str(item.summary).split())
+            yield f"check {item.request_id} {item.status} by {who} against the real source: {summary}"
+        elif kind == "hypothesis":
+            yield f"{who} proposes {item.id}: {item.statement}"
+        elif kind == "verification":
+            yield f"{who} verifies {item.claim} with {item.check}: {item.result}"
+        elif kind == "link":
+            yield f"{who}: {item.observation} {item.relation} {item.hypothesis}"
+        elif kind == "status":
+            yield f"the workspace escalates: {item.to} ({item.reason})"
+
+
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:  # not up yet
+        return False
+
+
+def _series(url: str, expr: str) -> bool:
+    try:
+        return bool(httpx.get(url, params={"query": expr}, timeout=2).json()["data"]["result"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return False
+
+
+def _firing(prom: str) -> bool:
+    try:
+        alerts = httpx.get(f"{prom}/api/v1/alerts", timeout=2).json()["data"]["alerts"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return False
+    return any(a.get("state") == "firing" for a in alerts)
+
+
+def poll(what: str, check: Callable[[], bool], timeout: float, alive: Child) -> None:
+    end = time.monotonic() + timeout
+    while not check():
+        if alive.exited():
+            raise ConfigurationError(f"{alive.name} exited while waiting for {what}; see {alive.log}")
+        if time.monotonic() > end:
+            raise ConfigurationError(f"no {what} within {timeout:.0f} s; the logs are in {alive.log}")
+        time.sleep(0.2)
