@@ -1,5 +1,7 @@
 """The quickstart's handoff receiver: a webhook on loopback that checks each delivery's signature
-(``caseboard.handoff.signing.verify``), takes each ``Caseboard-Delivery`` id once and keeps what it took."""
+(``caseboard.handoff.signing.verify``), takes each ``Caseboard-Delivery`` id once and keeps what it took. With
+``folder``, every request it was sent is also written there as it came (``NNN.json``: its headers and body), so
+that anyone holding the secret can check the signatures again."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import json
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from caseboard.handoff.signing import verify
@@ -21,8 +24,9 @@ class Delivery:
 
 
 class Receiver:
-    def __init__(self, secret: str, port: int = 0) -> None:
+    def __init__(self, secret: str, port: int = 0, folder: Path | None = None) -> None:
         self.secret = secret.encode()
+        self.folder = folder
         self.taken: list[Delivery] = []
         self.requests = 0
         self.arrived = threading.Event()
@@ -39,6 +43,9 @@ class Receiver:
                 delivery = self.headers.get("Caseboard-Delivery", "")
                 with receiver._lock:
                     receiver.requests += 1
+                    if receiver.folder is not None:
+                        kept = {"headers": dict(self.headers), "body": body.decode("utf-8", "replace")}
+                        (receiver.folder / f"{receiver.requests:03d}.json").write_text(json.dumps(kept))
                     if signed and all(d.delivery_id != delivery for d in receiver.taken):
                         receiver.taken.append(Delivery(delivery, json.loads(body), signed))
                         receiver.arrived.set()

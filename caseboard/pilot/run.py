@@ -58,7 +58,6 @@ groups:
         labels: {service: payments-api, env: production}
         annotations: {summary: "authentication failures on payments-api above 2 a second"}
 """
-WEBHOOK_SECRET = "CASEBOARD_PILOT_WEBHOOK_SECRET"
 MISSING = (
     "caseboard pilot needs Prometheus and Alertmanager ({missing} not found): "
     "apt-get install prometheus prometheus-alertmanager"
@@ -189,9 +188,7 @@ class Pilot:
     def postgres(self) -> None:
         port = self.ports.take()
         try:
-            running = self.stack.enter_context(
-                private_postgres(self.folder / "postgres", port, self.folder / "logs" / "postgres.log")
-            )
+            running = self.stack.enter_context(private_postgres(port, self.folder / "logs" / "postgres.log"))
         except FileNotFoundError:
             configured = os.environ.get("CASEBOARD_DATABASE_URL", "")
             if not configured.startswith(("postgresql:", "postgres:")):
@@ -203,7 +200,7 @@ class Pilot:
             self.say(f"using the PostgreSQL of CASEBOARD_DATABASE_URL, in the schema {schema}")
             return
         self.database_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        self.started(running, f"a private PostgreSQL on port {port} (initdb in the run folder)")
+        self.started(running, f"a private PostgreSQL on port {port} ({self.database_url}; a temporary cluster)")
 
     def redis(self) -> None:
         program = shutil.which("redis-server")
@@ -269,7 +266,11 @@ class Pilot:
         tls = [f"127.0.0.1:{p}" for p in tls_ports]
         base = f"http://127.0.0.1:{serve_port}"
 
-        receiver = Receiver(self.secret, self.ports.take())
+        secret_file = self.folder / "webhook.secret"
+        secret_file.touch(mode=0o600)
+        secret_file.write_text(self.secret)
+        (self.folder / "handoffs").mkdir()
+        receiver = Receiver(self.secret, self.ports.take(), self.folder / "handoffs")
         self.stack.callback(receiver.stop)
         self.say(f"handoff receiver listening at {receiver.url}")
 
@@ -292,10 +293,10 @@ class Pilot:
         (self.folder / "tenants.toml").write_text(
             f'[tenants.{TENANT}]\npublic_url = "{base}"\nclock_trusted = true\n'
             f"[tenants.{TENANT}.limits]\nmax_investigation_cycles = 10\n"
-            f'[[tenants.{TENANT}.webhooks]]\nurl = "{receiver.url}"\nsecret_env = "{WEBHOOK_SECRET}"\n'
+            f'[[tenants.{TENANT}.webhooks]]\nurl = "{receiver.url}"\nsecret_file = "{secret_file}"\n'
         )
         serve = self.started(self.caseboard("serve", "serve", "--port", str(serve_port)), f"caseboard serve on {base}")
-        wait_for(f"{base}/health", timeout=30, alive=serve)
+        wait_for(f"{base}/whoami", alive=serve)  # 401 without a key: it answers
 
         manager_port, prometheus_port = self.ports.take(), self.ports.take()
         manager = self.stack.enter_context(
@@ -334,7 +335,7 @@ class Pilot:
         wait_for(f"http://{target}/metrics", alive=service)
 
         self.started(self.caseboard("dispatch", "dispatch", "--poll", "0.1"), "the dispatcher")
-        model = {"CASEBOARD_MODEL_URL": model_url, WEBHOOK_SECRET: self.secret}
+        model = {"CASEBOARD_MODEL_URL": model_url}
         if not os.environ.get("CASEBOARD_MODEL") or options.model_url is None:
             model["CASEBOARD_MODEL"] = "caseboard-twin" if options.model_url is None else "default"
         agent = ("agent", "--tenant", TENANT, "--tick", "0.5", "--turn-timeout", "30")
@@ -391,7 +392,9 @@ class Pilot:
             time.sleep(0.2)
         follower.follow()
         delivery = receiver.taken[0]
-        self.say(f"the handoff arrived at the receiver, signature valid, delivery {delivery.delivery_id}:")
+        self.say(
+            f"the handoff arrived at the receiver ({receiver.url}), signature valid, delivery {delivery.delivery_id}:"
+        )
         for line in describe(delivery.document):
             self.out.write(f"    {line}\n")
         version = delivery.document["workspace_version"]

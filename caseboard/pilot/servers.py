@@ -45,7 +45,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(url: str, timeout: float = 20.0, alive: Child | None = None) -> None:
+def wait_for(url: str, timeout: float = 60.0, alive: Child | None = None) -> None:
     """Returns once ``url`` answers below 500; ``alive``: a process that must not have exited meanwhile."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -164,16 +164,24 @@ def postgres_bin() -> Path | None:
 
 
 @contextmanager
-def private_postgres(folder: Path, port: int, log: Path) -> Iterator[Child]:
-    """A fresh PostgreSQL cluster in ``folder`` (``initdb``), its server in the foreground on ``port`` of
-    127.0.0.1 (no Unix socket), until the block ends (a fast shutdown). As root it runs as ``postgres``, since
-    PostgreSQL refuses root. The URL of its database: ``postgresql://postgres@127.0.0.1:<port>/postgres``."""
-    import psycopg
-
+def private_postgres(port: int, log: Path) -> Iterator[Child]:
+    """A fresh PostgreSQL cluster in a temporary folder (``initdb``), its server in the foreground on ``port`` of
+    127.0.0.1 (no Unix socket), until the block ends (a fast shutdown; the folder is removed). As root it runs
+    as ``postgres``, since PostgreSQL refuses root. Its database: ``postgresql://postgres@127.0.0.1:<port>/postgres``."""
     programs = postgres_bin()
     if programs is None or not (programs / "initdb").exists():
         raise FileNotFoundError("PostgreSQL's initdb")
-    folder.mkdir(parents=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="caseboard-pg-") as folder,
+        _postgres(programs, Path(folder), port, log) as server,
+    ):
+        yield server
+
+
+@contextmanager
+def _postgres(programs: Path, folder: Path, port: int, log: Path) -> Iterator[Child]:
+    import psycopg
+
     as_user: list[str] = []
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
