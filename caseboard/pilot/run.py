@@ -1,12 +1,12 @@
 """``caseboard pilot``: the whole pilot loop on this machine, from an alert to a person's handoff.
 
-It starts, each in a process group of its own (so that Ctrl-C reaches this process, which stops every group):
-a private Redis, the recorded-reply model twin (unless ``CASEBOARD_MODEL_URL`` names a model), ``caseboard
-serve``, a private Alertmanager posting to the serve's Alertmanager intake, a private Prometheus whose rule
-fires on the demo service's authentication failures, the demo service (``service.py``) with its two TLS
-endpoints, the dispatcher, the planner (with the controller, which delivers handoffs) and the verifier, and a
-``caseboard specialist`` for each source; in this process, the handoff receiver. Everything lives in the run
-folder (``--dir``, emptied first): the ledger (SQLite), the configuration it generated, each process's log.
+It starts, each in a process group of its own (so that Ctrl-C reaches only this process, which stops every
+group): a private PostgreSQL and Redis, the recorded-reply model twin (unless ``CASEBOARD_MODEL_URL`` names a
+model), ``caseboard serve``, a private Alertmanager posting to the serve's Alertmanager intake, a private
+Prometheus whose rule fires on the demo service's authentication failures, the demo service (``service.py``)
+with its two TLS endpoints, the dispatcher, the planner (with the controller, which delivers handoffs) and
+the verifier, and a ``caseboard specialist`` for each source; in this process, the handoff receiver. The run
+folder (``--dir``, emptied first) keeps the configuration it generated, the export, each process's log.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +26,9 @@ from types import FrameType
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import httpx
-
 from caseboard.domain.errors import ConfigurationError
-from caseboard.pilot.receiver import Receiver, describe
+from caseboard.pilot.progress import Follower, firing, has_series, pings, poll
+from caseboard.pilot.receiver import Delivery, Receiver, describe
 from caseboard.pilot.servers import (
     ALERTMANAGER,
     PROMETHEUS,
@@ -46,6 +44,7 @@ from caseboard.pilot.servers import (
 )
 
 TENANT = "tenant-a"
+MODEL = "caseboard-twin"
 GROUP = '{}:{alertname="AuthFailuresHigh"}'
 """Alertmanager's key of the alert group (``group_by: [alertname]``): the workspace's id is made from it."""
 RULES = """
@@ -81,14 +80,18 @@ class Options:
     model_url: str | None = None
 
 
-class Stopped(Exception):
-    """SIGINT or SIGTERM: unwind, stopping everything started."""
+class Stopped(BaseException):
+    """SIGINT or SIGTERM: unwind, stopping everything started (a BaseException, as KeyboardInterrupt is, so
+    that no ``except Exception`` on the way takes it for an error)."""
 
 
-def check_programs() -> None:
+def check_programs(options: Options) -> None:
+    """What is missing before anything starts, one line each."""
     missing = [p for p, found in ((PROMETHEUS, have_prometheus()), (ALERTMANAGER, have_alertmanager())) if not found]
     if missing:
         raise ConfigurationError(MISSING.format(missing=" and ".join(missing)))
+    if options.model_url is not None and not os.environ.get("CASEBOARD_MODEL"):
+        raise ConfigurationError(f"CASEBOARD_MODEL names no model: set it to the model's name at {options.model_url}")
 
 
 class Ports:
@@ -107,7 +110,7 @@ class Ports:
 def run(options: Options, out: TextIO = sys.stdout) -> int:
     """The loop; SIGINT or SIGTERM stops everything it started (each process group, then this process's
     threads) and returns 130."""
-    check_programs()
+    check_programs(options)
     caught: list[int] = []
 
     def stop(signum: int, _: FrameType | None) -> None:
@@ -152,6 +155,11 @@ class Pilot:
         self.redis_url = ""
         self.namespace = f"caseboard-pilot-{secrets.token_hex(4)}"
         self.secret = secrets.token_urlsafe(24)
+        self.deadline = time.monotonic() + options.timeout_s
+        self.serve_port, self.metrics_port = self.ports.take(), self.ports.take()
+        self.base = f"http://127.0.0.1:{self.serve_port}"
+        self.tls = [f"127.0.0.1:{self.ports.take()}" for _ in range(2)]
+        self.change = self.folder / "certificate-changed"
 
     # -- starting ------------------------------------------------------------------------------------------
 
@@ -197,10 +205,20 @@ class Pilot:
             query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
             schema = self.namespace.replace("-", "_")
             self.database_url = urlunsplit(parts._replace(query=urlencode([*query, ("schema", schema)])))
-            self.say(f"using the PostgreSQL of CASEBOARD_DATABASE_URL, in the schema {schema}")
+            self.stack.callback(self.drop_schema, schema)
+            self.say(f"using the PostgreSQL of CASEBOARD_DATABASE_URL, in the schema {schema} (dropped at the end)")
             return
         self.database_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         self.started(running, f"a private PostgreSQL on port {port} ({self.database_url}; a temporary cluster)")
+
+    def drop_schema(self, schema: str) -> None:
+        import psycopg
+        from psycopg.sql import SQL, Identifier
+
+        from caseboard.database_url import DatabaseUrl
+
+        with psycopg.connect(**DatabaseUrl.parse(self.database_url).conninfo, autocommit=True) as conn:
+            conn.execute(SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(Identifier(schema)))
 
     def redis(self) -> None:
         program = shutil.which("redis-server")
@@ -222,7 +240,7 @@ class Pilot:
 
         client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=1)
         try:
-            poll("Redis", lambda: _pings(client), 20, running)
+            poll("Redis", lambda: pings(client), 20, [running])
         finally:
             client.close()
 
@@ -238,34 +256,42 @@ class Pilot:
             client.close()
 
     def run(self) -> int:
-        options = self.options
         if self.folder.exists():
             shutil.rmtree(self.folder)
         (self.folder / "logs").mkdir(parents=True)
         self.say(f"run folder {self.folder} (the generated configuration, the export, every process's log)")
         self.postgres()
         self.redis()
-
         from caseboard.app import build_app
-        from caseboard.intake.alerts import AlertGroup
-        from caseboard.intake.translate import workspace_id
+        from caseboard.domain.items import Role
         from caseboard.keys import open_key_store
         from caseboard.settings import Settings
 
         app = build_app(Settings(database_url=self.database_url, log_level="warning"), database_url=self.database_url)
         self.stack.callback(app.close)
         keys = open_key_store(self.database_url)
-        from caseboard.domain.items import Role
+        try:
+            intake = keys.create("alertmanager", (Role.INTAKE,), TENANT, "pilot").token
+            operator = keys.create("pilot-operator", (Role.OPERATOR,), TENANT, "pilot").token
+        finally:
+            keys.close()
+        receiver = self.receiver()
+        model_url = self.model()
+        serve = self.serve(receiver)
+        prom, service = self.alerting(intake)
+        self.workers(model_url)
+        key = self.incident(prom, service, app, serve)
+        delivery = self.handoff(app, key, receiver)
+        self.links(app, key, delivery.document["workspace_version"], operator)
+        if self.options.until_handoff:
+            return 0
+        self.say("everything keeps running so that the console answers; Ctrl-C stops it all")
+        while not any(running.exited() for running in self.children):
+            time.sleep(0.5)
+        gone = next(running for running in self.children if running.exited())
+        raise ConfigurationError(f"{gone.name} exited; see {gone.log}")
 
-        intake = keys.create("alertmanager", (Role.INTAKE,), TENANT, "pilot").token
-        operator = keys.create("pilot-operator", (Role.OPERATOR,), TENANT, "pilot").token
-        keys.close()
-
-        serve_port, metrics_port = self.ports.take(), self.ports.take()
-        tls_ports = (self.ports.take(), self.ports.take())
-        tls = [f"127.0.0.1:{p}" for p in tls_ports]
-        base = f"http://127.0.0.1:{serve_port}"
-
+    def receiver(self) -> Receiver:
         secret_file = self.folder / "webhook.secret"
         secret_file.touch(mode=0o600)
         secret_file.write_text(self.secret)
@@ -273,152 +299,129 @@ class Pilot:
         receiver = Receiver(self.secret, self.ports.take(), self.folder / "handoffs")
         self.stack.callback(receiver.stop)
         self.say(f"handoff receiver listening at {receiver.url}")
+        return receiver
 
-        model_url = options.model_url
-        if model_url is None:
-            port = self.ports.take()
-            values = ["--value", f"tls_targets={' '.join(tls)}"]
-            command = [sys.executable, "-m", "caseboard.pilot.twin", "--port", str(port), *values]
-            twin = self.stack.enter_context(child("twin", command, log=self.folder / "logs" / "twin.log"))
-            model_url = f"http://127.0.0.1:{port}/v1"
-            self.started(twin, f"the model twin at {model_url}")
-            self.say(
-                "  the planner and the verifier are answered by recorded replies (caseboard/pilot/twin_replies.json), "
-                "not by a model; set CASEBOARD_MODEL_URL to use one"
-            )
-            wait_for(f"http://127.0.0.1:{port}/v1/models", alive=twin)
-        else:
-            self.say(f"the planner and the verifier ask the model at {model_url}")
+    def model(self) -> str:
+        """The endpoint the planner and the verifier ask: the one given, else the model twin, started here."""
+        if self.options.model_url is not None:
+            self.say(f"the planner and the verifier ask the model at {self.options.model_url}")
+            return self.options.model_url
+        port = self.ports.take()
+        command = [sys.executable, "-m", "caseboard.pilot.twin", "--port", str(port)]
+        command += ["--value", f"tls_targets={' '.join(self.tls)}"]
+        twin = self.stack.enter_context(child("twin", command, log=self.folder / "logs" / "twin.log"))
+        url = f"http://127.0.0.1:{port}/v1"
+        self.started(twin, f"the model twin at {url}")
+        self.say(
+            "  the planner and the verifier are answered by recorded replies (caseboard/pilot/twin_replies.json), "
+            "not by a model; set CASEBOARD_MODEL_URL to use one"
+        )
+        wait_for(f"{url}/models", alive=twin)
+        return url
 
+    def serve(self, receiver: Receiver) -> Child:
         (self.folder / "tenants.toml").write_text(
-            f'[tenants.{TENANT}]\npublic_url = "{base}"\nclock_trusted = true\n'
+            f'[tenants.{TENANT}]\npublic_url = "{self.base}"\nclock_trusted = true\n'
             f"[tenants.{TENANT}.limits]\nmax_investigation_cycles = 10\n"
-            f'[[tenants.{TENANT}.webhooks]]\nurl = "{receiver.url}"\nsecret_file = "{secret_file}"\n'
+            f'[[tenants.{TENANT}.webhooks]]\nurl = "{receiver.url}"\nsecret_file = "{self.folder / "webhook.secret"}"\n'
         )
-        serve = self.started(self.caseboard("serve", "serve", "--port", str(serve_port)), f"caseboard serve on {base}")
-        wait_for(f"{base}/whoami", alive=serve)  # 401 without a key: it answers
+        serve = self.caseboard("serve", "serve", "--port", str(self.serve_port))
+        self.started(serve, f"caseboard serve on {self.base}")
+        wait_for(f"{self.base}/whoami", alive=serve)  # 401 without a key: it answers
+        return serve
 
-        manager_port, prometheus_port = self.ports.take(), self.ports.take()
-        manager = self.stack.enter_context(
-            alertmanager(
-                f"{base}/intake/alertmanager",
-                intake,
-                group_interval_s=5,
-                port=manager_port,
-                log=self.folder / "logs" / "alertmanager.log",
-            )
-        )
-        self.say(f"started a private Alertmanager on {manager}, posting to {base}/intake/alertmanager")
-        target = f"127.0.0.1:{metrics_port}"
-        prom = self.stack.enter_context(
-            prometheus([target], RULES, manager, port=prometheus_port, log=self.folder / "logs" / "prometheus.log")
-        )
+    def alerting(self, intake: str) -> tuple[str, Child]:
+        """Alertmanager posting to the serve's intake, Prometheus with the rule, and the demo service."""
+        logs = self.folder / "logs"
+        hook = f"{self.base}/intake/alertmanager"
+        port = self.ports.take()
+        manager = self.stack.enter_context(alertmanager(hook, intake, 5, port=port, log=logs / "alertmanager.log"))
+        self.say(f"started a private Alertmanager on {manager}, posting to {hook}")
+        target = f"127.0.0.1:{self.metrics_port}"
+        port = self.ports.take()
+        prom = self.stack.enter_context(prometheus([target], RULES, manager, port=port, log=logs / "prometheus.log"))
         self.say(f"started a private Prometheus on {prom}, scraping {target} every second")
         (self.folder / "sources.toml").write_text(
             f'[tenants.{TENANT}.sources.prometheus]\ntype = "prometheus"\nendpoint = "{prom}"\nclock_trusted = true\n'
-            f'[tenants.{TENANT}.sources.certs]\ntype = "tls"\noptions = {{ allowed = {json.dumps(tls)} }}\n'
+            f'[tenants.{TENANT}.sources.certs]\ntype = "tls"\noptions = {{ allowed = {json.dumps(self.tls)} }}\n'
         )
-        change = self.folder / "certificate-changed"
-        service_args = ["--metrics-port", str(metrics_port), "--tls-ports", *map(str, tls_ports)]
-        service = self.stack.enter_context(
-            child(
-                "service",
-                [sys.executable, "-m", "caseboard.pilot.service", *service_args, "--change-file", str(change)],
-                log=self.folder / "logs" / "service.log",
-            )
-        )
+        command = [sys.executable, "-m", "caseboard.pilot.service", "--metrics-port", str(self.metrics_port)]
+        command += ["--tls-ports", *(t.rsplit(":", 1)[1] for t in self.tls), "--change-file", str(self.change)]
+        service = self.stack.enter_context(child("service", command, log=logs / "service.log"))
         self.started(
             service,
-            f"the demo service payments-api: metrics on {target}, TLS on {tls[0]} (payments-api-1, old chain) "
-            f"and {tls[1]} (payments-api-3, new chain)",
+            f"the demo service payments-api: metrics on {target}, TLS on {self.tls[0]} (payments-api-1, old chain) "
+            f"and {self.tls[1]} (payments-api-3, new chain)",
         )
         wait_for(f"http://{target}/metrics", alive=service)
+        return prom, service
 
+    def workers(self, model_url: str) -> None:
         self.started(self.caseboard("dispatch", "dispatch", "--poll", "0.1"), "the dispatcher")
         model = {"CASEBOARD_MODEL_URL": model_url}
-        if not os.environ.get("CASEBOARD_MODEL") or options.model_url is None:
-            model["CASEBOARD_MODEL"] = "caseboard-twin" if options.model_url is None else "default"
+        if self.options.model_url is None:
+            model["CASEBOARD_MODEL"] = MODEL
         agent = ("agent", "--tenant", TENANT, "--tick", "0.5", "--turn-timeout", "30")
+        planner = ("--role", "planner", "--principal", "planner-1", "--with-controller")
         self.started(
-            self.caseboard(
-                "planner", *agent, "--role", "planner", "--principal", "planner-1", "--with-controller", **model
-            ),
+            self.caseboard("planner", *agent, *planner, **model),
             "the planner (model-backed; it runs the controller, which delivers handoffs)",
         )
-        self.started(
-            self.caseboard("verifier", *agent, "--role", "verifier", "--principal", "verifier-1", **model),
-            "the verifier (model-backed)",
-        )
+        verifier = ("--role", "verifier", "--principal", "verifier-1")
+        self.started(self.caseboard("verifier", *agent, *verifier, **model), "the verifier (model-backed)")
         for source in ("prometheus", "certs"):
-            self.started(
-                self.caseboard(
-                    f"specialist-{source}", "specialist", "--source", source, "--tenant", TENANT, "--tick", "0.5"
-                ),
-                f"caseboard specialist for the source {source}",
-            )
+            specialist = ("specialist", "--source", source, "--tenant", TENANT, "--tick", "0.5")
+            self.started(self.caseboard(f"specialist-{source}", *specialist), f"caseboard specialist for {source}")
 
-        deadline = time.monotonic() + options.timeout_s
-        query = f"{prom}/api/v1/query"
-        poll(
-            "payments-api-2's first failures in Prometheus",
-            lambda: _series(query, 'auth_failures_total{instance="payments-api-2"} > 0'),
-            60,
-            service,
-        )
+    def incident(self, prom: str, service: Child, app: Any, serve: Child) -> str:
+        """The failures before the change, the change, the alert and its workspace; the workspace's key."""
+        from caseboard.intake.alerts import AlertGroup
+        from caseboard.intake.translate import workspace_id
+
+        first = 'auth_failures_total{instance="payments-api-2"} > 0'
+        poll("payments-api-2's first failures in Prometheus", lambda: has_series(prom, first), 60, [service])
         self.say("payments-api-2 is failing to authenticate; Prometheus has recorded it")
-        change.touch()
+        self.change.touch()
         self.say("payments-api-3's certificate changes now (a new chain); it starts failing too")
-        poll("the alert", lambda: _firing(prom), _left(deadline), service)
+        poll("the alert", lambda: firing(prom), self.left(), self.children)
         self.say("the alert AuthFailuresHigh fired in Prometheus; Alertmanager posts it to caseboard")
+        group = AlertGroup(source="alertmanager", group=GROUP, labels={}, summary="", alerts=())
+        key = f"{TENANT}/{workspace_id(group)}"
+        poll("the workspace", lambda: app.ledger.head(key) > 0, self.left(), [serve, *self.children])
+        return key
 
-        workspace = workspace_id(AlertGroup(source="alertmanager", group=GROUP, labels={}, summary="", alerts=()))
-        key = f"{TENANT}/{workspace}"
-        poll("the workspace", lambda: app.ledger.head(key) > 0, _left(deadline), serve)
+    def handoff(self, app: Any, key: str, receiver: Receiver) -> Delivery:
         follower = Follower(app, key, self.say)
-        follower.follow()
-        while True:
+
+        def arrived() -> bool:
             follower.follow()
-            if receiver.taken:
-                break
-            if time.monotonic() > deadline:
-                raise ConfigurationError(
-                    f"no handoff within {options.timeout_s:g} s; the processes' logs are in {self.folder / 'logs'}"
-                )
-            for running in self.children:
-                if running.exited():
-                    raise ConfigurationError(
-                        f"{running.name} exited with status {running.process.returncode}; see {running.log}"
-                    )
-            time.sleep(0.2)
+            return bool(receiver.taken)
+
+        poll("handoff", arrived, self.left(), self.children)
         follower.follow()
         delivery = receiver.taken[0]
-        self.say(
-            f"the handoff arrived at the receiver ({receiver.url}), signature valid, delivery {delivery.delivery_id}:"
-        )
+        self.say(f"the handoff arrived at the receiver, signature valid, delivery {delivery.delivery_id}:")
         for line in describe(delivery.document):
             self.out.write(f"    {line}\n")
-        version = delivery.document["workspace_version"]
-        export = self.folder / "export.jsonl"
-        report = self.folder / "report.html"
+        return delivery
+
+    def links(self, app: Any, key: str, version: int, operator: str) -> None:
+        export, report = self.folder / "export.jsonl", self.folder / "report.html"
         self.cli("export", key, "--out", str(export), "--with-excerpts")
         self.cli("report", str(export), "--out", str(report))
         shown = app.workspaces.show(key, version)
         claims = ", ".join(f"{h['id']} {h['status']}" for h in shown["hypotheses"]) or "none"
         self.say(f"the workspace is {shown['status']} at version {version}; hypotheses: {claims}")
+        workspace = key.split("/", 1)[1]
         self.out.write(
-            f"\n  console   {base}/ui/workspaces/{workspace}?version={version}   (sign in with {operator})\n"
+            f"\n  console   {self.base}/ui/workspaces/{workspace}?version={version}   (sign in with {operator})\n"
             f"  report    file://{report}\n"
             f"  verify    caseboard verify {export}\n\n"
         )
         self.out.flush()
-        if options.until_handoff:
-            return 0
-        self.say("everything keeps running so that the console answers; Ctrl-C stops it all")
-        while True:
-            for running in self.children:
-                if running.exited():
-                    raise ConfigurationError(f"{running.name} exited; see {running.log}")
-            time.sleep(0.5)
+
+    def left(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
 
     def cli(self, *args: str) -> None:
         done = subprocess.run(
@@ -430,87 +433,3 @@ class Pilot:
         )
         if done.returncode != 0:
             raise ConfigurationError(f"caseboard {args[0]} failed: {done.stderr.strip()}")
-
-
-class Follower:
-    """Says what each new commit of the workspace did, in one line."""
-
-    def __init__(self, app: Any, key: str, say: Callable[[str], None]) -> None:
-        self.app = app
-        self.key = key
-        self.say = say
-        self.seen = 0
-
-    def follow(self) -> None:
-        head = self.app.ledger.head(self.key)
-        if head <= self.seen:
-            return
-        for commit in self.app.ledger.read(self.key, self.seen):
-            for line in lines(commit):
-                self.say(f"v{commit.version} {line}")
-            self.seen = commit.version
-            if any(i.type == "link" for i in commit.items):
-                shown = self.app.workspaces.show(self.key, commit.version)
-                for hypothesis in shown["hypotheses"]:
-                    self.say(f"   hypothesis {hypothesis['id']} is now {hypothesis['status']}")
-
-
-def lines(commit: Any) -> Iterator[str]:
-    who = commit.author.principal
-    for item in commit.items:
-        kind = item.type
-        if kind == "open":
-            yield f"workspace {commit.workspace_id} opened at version {commit.version} by {who} (Alertmanager intake)"
-        elif kind == "observation":
-            yield f"observation by {who}: {item.statement}"
-        elif kind == "cycle":
-            yield f"cycle {item.number}: the controller schedules {', '.join(item.scheduled)}"
-        elif kind == "work_request":
-            yield f"{who} requests the check {item.request_id} ({item.kind}): {item.target}"
-        elif kind == "work_result":
-            summary = " ".join(str(item.summary).split())
-            yield f"check {item.request_id} {item.status} by {who} against the real source: {summary}"
-        elif kind == "hypothesis":
-            yield f"{who} proposes {item.id}: {item.statement}"
-        elif kind == "verification":
-            yield f"{who} verifies {item.claim} with {item.check}: {item.result}"
-        elif kind == "link":
-            yield f"{who}: {item.observation} {item.relation} {item.hypothesis}"
-        elif kind == "status":
-            yield f"the workspace escalates: {item.to} ({item.reason})"
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())
-
-
-def _pings(client: Any) -> bool:
-    try:
-        return bool(client.ping())
-    except Exception:  # not up yet
-        return False
-
-
-def _series(url: str, expr: str) -> bool:
-    try:
-        return bool(httpx.get(url, params={"query": expr}, timeout=2).json()["data"]["result"])
-    except (httpx.HTTPError, ValueError, KeyError):
-        return False
-
-
-def _firing(prom: str) -> bool:
-    try:
-        alerts = httpx.get(f"{prom}/api/v1/alerts", timeout=2).json()["data"]["alerts"]
-    except (httpx.HTTPError, ValueError, KeyError):
-        return False
-    return any(a.get("state") == "firing" for a in alerts)
-
-
-def poll(what: str, check: Callable[[], bool], timeout: float, alive: Child) -> None:
-    end = time.monotonic() + timeout
-    while not check():
-        if alive.exited():
-            raise ConfigurationError(f"{alive.name} exited while waiting for {what}; see {alive.log}")
-        if time.monotonic() > end:
-            raise ConfigurationError(f"no {what} within {timeout:.0f} s; the logs are in {alive.log}")
-        time.sleep(0.2)
