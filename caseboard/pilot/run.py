@@ -110,6 +110,7 @@ class Ports:
 def run(options: Options, out: TextIO = sys.stdout) -> int:
     """The loop; SIGINT or SIGTERM stops everything it started (each process group, then this process's
     threads) and returns 130."""
+    since = time.monotonic()
     check_programs(options)
     caught: list[int] = []
 
@@ -123,29 +124,31 @@ def run(options: Options, out: TextIO = sys.stdout) -> int:
     try:
         with ExitStack() as stack:
             try:
-                status = Pilot(options, out, stack).run()
+                status = Pilot(options, out, stack, since).run()
             except Stopped:
-                say(out, "interrupted: stopping everything it started")
+                say(out, since, "interrupted: stopping everything it started")
             except (TimeoutError, RuntimeError) as error:  # a server that did not start: one line
                 raise ConfigurationError(f"{error}; the logs are in {options.folder / 'logs'}") from None
             finally:
                 for sig in previous:  # a second Ctrl-C does not cut the stopping short
                     signal.signal(sig, signal.SIG_IGN)
-        say(out, "stopped: nothing it started is running")
+        say(out, since, "stopped: nothing it started is running")
         return status
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def say(out: TextIO, line: str) -> None:
-    out.write(f"pilot: {line}\n")
+def say(out: TextIO, since: float, line: str) -> None:
+    """One line of progress, with the seconds since the command started."""
+    out.write(f"pilot {time.monotonic() - since:5.1f}s: {line}\n")
     out.flush()
 
 
 class Pilot:
-    def __init__(self, options: Options, out: TextIO, stack: ExitStack) -> None:
+    def __init__(self, options: Options, out: TextIO, stack: ExitStack, since: float) -> None:
         self.options = options
+        self.since = since
         self.out = out
         self.stack = stack
         self.folder = options.folder.resolve()
@@ -164,7 +167,7 @@ class Pilot:
     # -- starting ------------------------------------------------------------------------------------------
 
     def say(self, line: str) -> None:
-        say(self.out, line)
+        say(self.out, self.since, line)
 
     def started(self, running: Child, what: str) -> Child:
         self.children.append(running)

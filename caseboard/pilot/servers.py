@@ -45,7 +45,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(url: str, timeout: float = 60.0, alive: Child | None = None) -> None:
+def wait_for(url: str, timeout: float = 120.0, alive: Child | None = None) -> None:
     """Returns once ``url`` answers below 500; ``alive``: a process that must not have exited meanwhile."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:

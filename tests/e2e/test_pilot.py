@@ -105,7 +105,7 @@ def test_the_quickstart_escalates_an_alert_to_a_person_and_ctrl_c_stops_everythi
     env["CASEBOARD_LOG_LEVEL"] = "warning"
     started = time.monotonic()
     pilot = subprocess.Popen(
-        [sys.executable, "-m", "caseboard", "pilot", "--dir", str(run), "--timeout", "400"],
+        [sys.executable, "-m", "caseboard", "pilot", "--dir", str(run), "--timeout", "600"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -117,7 +117,7 @@ def test_the_quickstart_escalates_an_alert_to_a_person_and_ctrl_c_stops_everythi
     reader.start()
     seen: list[str] = []
     try:
-        export = Path(wait_for_links(lines, seen, timeout=450))
+        export = Path(wait_for_links(lines, seen, timeout=660))
         took = time.monotonic() - started
         below = descendants(pilot.pid)
         output = "\n".join(seen)
@@ -140,11 +140,11 @@ def test_the_quickstart_escalates_an_alert_to_a_person_and_ctrl_c_stops_everythi
         if line is not None:
             seen.append(line)
     assert status == 130, "\n".join(seen[-20:])
-    assert seen[-1] == "pilot: stopped: nothing it started is running"
+    assert seen[-1].startswith("pilot ") and seen[-1].endswith("s: stopped: nothing it started is running")
     assert len(below) >= 12, below  # PostgreSQL, Redis, Prometheus, Alertmanager, the service, six of caseboard's
     assert [pid for pid in below if alive(pid)] == []
     assert mentioning(str(run)) == []
-    assert checked["status"] == "human_review_required" and took < 400
+    assert checked["status"] == "human_review_required" and took < 600
     print(f"the pilot printed its links after {took:.0f} s")
 
 
