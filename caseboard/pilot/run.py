@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from caseboard.domain.errors import ConfigurationError
 from caseboard.pilot.progress import Follower, firing, has_series, pings, poll
@@ -201,13 +200,13 @@ class Pilot:
         try:
             running = self.stack.enter_context(private_postgres(port, self.folder / "logs" / "postgres.log"))
         except FileNotFoundError:
+            from caseboard.database_url import DatabaseUrl
+
             configured = os.environ.get("CASEBOARD_DATABASE_URL", "")
-            if not configured.startswith(("postgresql:", "postgres:")):
+            if not configured or DatabaseUrl.parse(configured).kind != "postgresql":
                 raise ConfigurationError(NO_POSTGRES) from None
-            parts = urlsplit(configured)
-            query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
-            schema = self.namespace.replace("-", "_")
-            self.database_url = urlunsplit(parts._replace(query=urlencode([*query, ("schema", schema)])))
+            schema = self.namespace.replace("-", "_")  # the URL's only query is ?schema= (DatabaseUrl)
+            self.database_url = f"{configured.split('?', 1)[0]}?schema={schema}"
             self.stack.callback(self.drop_schema, schema)
             self.say(f"using the PostgreSQL of CASEBOARD_DATABASE_URL, in the schema {schema} (dropped at the end)")
             return
