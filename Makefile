@@ -36,6 +36,11 @@ live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller a
 	rm -rf .caseboard/live
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/live/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo --live
 
+pilot: $(STAMP) ## the pilot loop on this machine: an alert fires, checks run, a person gets the handoff (needs prometheus)
+	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard pilot
+
+.PHONY: pilot
+
 test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
 	$(BIN)/pytest -q
 

@@ -14,7 +14,6 @@ services (``tests/conftest.py``).
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import signal
@@ -25,6 +24,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from caseboard.pilot.servers import postgres_bin
 
 __all__ = ["PrivatePostgres", "PrivateRedis", "free_port", "private_postgres", "private_redis"]
 
@@ -45,14 +46,7 @@ def _missing(what: str) -> None:
 
 
 def _pg_bin() -> Path | None:
-    configured = os.environ.get("CASEBOARD_TEST_PG_BIN")
-    if configured:
-        return Path(configured)
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
-    if found:
-        return Path(found[-1]).parent
-    on_path = shutil.which("pg_ctl")
-    return Path(on_path).parent if on_path else None
+    return postgres_bin()
 
 
 def _accepts(port: int) -> bool:

@@ -56,6 +56,10 @@ COMMANDS["health"] = (  # docs/health.md
 )
 COMMANDS["knowledge"] = ("knowledge_cmds", "the store of promoted findings: search, audit, rebuild")  # knowledge.md
 COMMANDS["handoffs"] = ("handoff_cmds", "a workspace's handoffs to people, and every delivery attempt")  # docs/pilot.md
+COMMANDS["pilot"] = (  # the quickstart (docs/pilot.md)
+    "pilot_cmd",
+    "the quickstart: an alert opens a workspace, checks run on real sources, a person gets the handoff",
+)
 COMMANDS["specialist"] = (  # a diagnostic source as a specialist (docs/sources.md)
     "specialist_cmds",
     "answer work requests from a read-only diagnostic source (docs/sources.md)",

@@ -327,10 +327,11 @@ def decide_next(
                 {
                     "type": "status",
                     "to": "human_review_required",
-                    "reason": f"every selected claim is confirmed{' or refuted' if refuted else ''}; "
-                    "a conclusion is the operator's",
+                    "reason": f"every selected claim is confirmed{' or refuted' if refuted else ''}"
+                    + (f" ({len(challenged)} confirmed before a challenge)" if challenged else "")
+                    + "; a conclusion is the operator's",
                     "handoff": handoff(
-                        ("Confirmed", ", ", confirmed),
+                        *([("Confirmed", ", ", confirmed)] if confirmed else []),
                         *([("Confirmed before a challenge, to verify again", ", ", challenged)] if challenged else []),
                         *([("Refuted", ", ", refuted)] if refuted else []),
                         unresolved_part,

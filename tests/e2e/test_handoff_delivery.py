@@ -16,9 +16,9 @@ import pytest
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.handoff.signing import verify
 from caseboard.ledger import open_ledger
+from caseboard.pilot.servers import Serving
 from tests.conftest import ROOT, caseboard
 from tests.e2e.procs import Cluster, poll
-from tests.sources.servers import Serving
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 

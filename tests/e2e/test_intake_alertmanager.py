@@ -14,17 +14,11 @@ import pytest
 
 from caseboard.intake.alerts import AlertGroup
 from caseboard.intake.translate import workspace_id
+from caseboard.pilot.servers import alertmanager, have_alertmanager, have_prometheus, prometheus, webhook_notifications
 from tests.conftest import service_missing
 from tests.e2e.procs import poll
 from tests.http_server import RunningServer, running_server
-from tests.sources.servers import (
-    alertmanager,
-    counter_target,
-    have_alertmanager,
-    have_prometheus,
-    prometheus,
-    webhook_notifications,
-)
+from tests.sources.servers import counter_target
 
 RULES = """
 groups:

@@ -23,11 +23,12 @@ from caseboard.cli.live_demo import open_item
 from caseboard.cli.main import main
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from caseboard.pilot.servers import have_prometheus, make_chain, prometheus, tls_server
 from tests.conftest import service_missing
 from tests.e2e.procs import Cluster, poll
 from tests.fake_model_server import ENTRY, FakeModel, Reply, items, role_of
 from tests.integration.test_agent_live_loop import replayed_offline, shows
-from tests.sources.servers import have_prometheus, make_chain, metrics_target, prometheus, tls_server
+from tests.sources.servers import metrics_target
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 

@@ -11,10 +11,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from caseboard.pilot.servers import alertmanager, have_alertmanager
 from caseboard.sources.config import SourceConfig
 from tests.conftest import service_missing
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist
-from tests.sources.servers import RecordingProxy, alertmanager, have_alertmanager
+from tests.sources.servers import RecordingProxy
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from caseboard.pilot.servers import Serving
 from caseboard.sources.config import SourceConfig
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
-from tests.sources.servers import Serving
 
 AUTH_LOG = """2026-03-02T13:55:00Z payments-api-2 auth ok user=a
 2026-03-02T13:57:12Z payments-api-2 auth_failure handshake: unknown certificate authority

@@ -13,11 +13,12 @@ from caseboard.domain.errors import ConfigurationError
 from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
+from caseboard.pilot.servers import have_prometheus, prometheus
 from caseboard.sources.config import SourceConfig, load_sources
 from tests.conftest import service_missing
 from tests.e2e.procs import poll
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
-from tests.sources.servers import RecordingProxy, counter_target, have_prometheus, prometheus
+from tests.sources.servers import RecordingProxy, counter_target
 
 SERVER = Path(__file__).resolve().parents[1] / "sources" / "mcp_server.py"
 TOOLS = ["certificate_inventory", "restart_service", "rotate_certificate", "broken"]

@@ -12,13 +12,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from caseboard.pilot.servers import have_prometheus, prometheus
 from caseboard.sources.base import Deadline, SourceFailed
 from caseboard.sources.config import SourceConfig
 from caseboard.sources.http import ReadOnlyHttp
 from caseboard.sources.prometheus import READ_PATHS
 from tests.conftest import service_missing
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
-from tests.sources.servers import RecordingProxy, have_prometheus, metrics_target, prometheus
+from tests.sources.servers import RecordingProxy, metrics_target
 
 RULES = """
 groups:

@@ -10,9 +10,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
+from caseboard.pilot.servers import free_port, make_chain, tls_server
 from caseboard.sources.config import SourceConfig
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
-from tests.sources.servers import free_port, make_chain, tls_server
 
 
 @pytest.fixture(scope="module")

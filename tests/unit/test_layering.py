@@ -230,9 +230,10 @@ LAYERS: dict[str, set[str]] = {
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge", "handoff", "sources",
+        "knowledge", "handoff", "sources", "pilot",
     },
     "sources": {"dispatcher", "domain", "evidence", "workers"},
+    "pilot": {"app", "database_url", "domain", "handoff", "intake", "keys", "settings"},
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
     "__main__": {"cli"},
@@ -295,7 +296,7 @@ def test_the_layers_table_follows_design_section_2() -> None:
     """Every layer DESIGN §2 names is a part of caseboard with an entry in ``LAYERS``, and the table allows
     no import against the direction it draws: a layer of the chain sees only the layers before it (and the
     ledger beside the domain), no layer of the chain sees an outer one, and only a composition root or an
-    entry layer (agent, api, mcp_server, workers) may see the application it composes (``app``)."""
+    entry layer (agent, api, mcp_server, workers, pilot) may see the application it composes (``app``)."""
     for layer in (*DESIGN_CHAIN, *DESIGN_OUTER):
         assert (PACKAGE / layer).is_dir() and layer in LAYERS, layer
     for index, layer in enumerate(DESIGN_CHAIN):
@@ -308,6 +309,7 @@ def test_the_layers_table_follows_design_section_2() -> None:
         "api",
         "mcp_server",
         "workers",
+        "pilot",  # the quickstart composes a whole deployment on one machine (ADR 0172)
     }
 
 
