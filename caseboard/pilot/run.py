@@ -79,11 +79,6 @@ class Options:
     model_url: str | None = None
 
 
-class Stopped(BaseException):
-    """SIGINT or SIGTERM: unwind, stopping everything started (a BaseException, as KeyboardInterrupt is, so
-    that no ``except Exception`` on the way takes it for an error)."""
-
-
 def check_programs(options: Options) -> None:
     """What is missing before anything starts, one line each."""
     missing = [p for p, found in ((PROMETHEUS, have_prometheus()), (ALERTMANAGER, have_alertmanager())) if not found]
@@ -116,7 +111,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> int:
     def stop(signum: int, _: FrameType | None) -> None:
         if not caught:
             caught.append(signum)
-            raise Stopped
+            raise KeyboardInterrupt  # SIGTERM unwinds as Ctrl-C does: a signal, not an error
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     status = 130
@@ -124,7 +119,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> int:
         with ExitStack() as stack:
             try:
                 status = Pilot(options, out, stack, since).run()
-            except Stopped:
+            except KeyboardInterrupt:
                 say(out, since, "interrupted: stopping everything it started")
             except (TimeoutError, RuntimeError) as error:  # a server that did not start: one line
                 raise ConfigurationError(f"{error}; the logs are in {options.folder / 'logs'}") from None
