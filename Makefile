@@ -36,7 +36,7 @@ live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller a
 	rm -rf .caseboard/live
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/live/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo --live
 
-test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
+test: $(STAMP) ## the whole suite (unit, golden, integration, e2e and the docs' blocks, against PostgreSQL and Redis)
 	$(BIN)/pytest -q
 
 test-unit: $(STAMP) ## the fast, pure tests only

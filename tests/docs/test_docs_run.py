@@ -24,9 +24,11 @@ import os
 import re
 import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 from collections.abc import Iterator
@@ -34,7 +36,7 @@ from pathlib import Path
 from types import CodeType
 
 import pytest
-from sybil import Example, Sybil
+from sybil import Document, Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
 from tests.conftest import ROOT
@@ -66,8 +68,7 @@ class Reader:
     def __init__(self, home: Path, cluster: Cluster, model_url: str) -> None:
         self.home = home
         self.cwd = home
-        self.state = home.parent / "blocks"
-        self.state.mkdir()
+        self.state = Path(tempfile.mkdtemp(prefix="blocks-", dir=home.parent))  # scripts, outputs, exports
         self.port = free_port()
         self.postgres_url = cluster.database_url
         self.model_url = model_url
@@ -225,63 +226,66 @@ def model() -> Iterator[FakeModel]:
         yield fake
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_the_page_runs_as_written(
-    page: str, cluster: Cluster, model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    document = SYBIL.parse(ROOT / page)
-    home = tmp_path / "checkout"
-    home.mkdir()
-    reader = Reader(home, cluster, model.url)
+def run(document: Document, reader: Reader) -> list[str]:
+    """The page's examples in order; what was skipped, with its reason."""
     document.namespace["__reader__"] = reader
-    monkeypatch.chdir(home)
-    environment = dict(os.environ)  # the Python blocks see the page's; the next test sees this one again
+    environment, here = dict(os.environ), Path.cwd()  # the Python blocks see the page's; the next test, these
     skipped = []
     try:
         for example in document.examples():
             if example.region.evaluator is SKIP.skipper:
                 action, reason = example.parsed
-                assert action == "end" or reason, f"{page}:{example.line}: a skip marker says why the block cannot run"
+                assert action == "end" or reason, f"line {example.line}: a skip marker says why the block cannot run"
             try:
                 example.evaluate()
             except unittest.SkipTest as why:
-                skipped.append(f"{page}:{example.line}: {why}")
+                skipped.append(f"{example.path}:{example.line}: {why}")
         assert not (gone := reader.still_running()), "\n".join(gone)
     finally:
         reader.stop()
+        os.chdir(here)
         os.environ.clear()
         os.environ.update(environment)
-    for line in skipped:
+    return skipped
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_page_runs_as_written(page: str, cluster: Cluster, model: FakeModel, tmp_path: Path) -> None:
+    home = tmp_path / "checkout"
+    home.mkdir()
+    for line in run(SYBIL.parse(ROOT / page), Reader(home, cluster, model.url)):
         print("not run:", line)
 
 
-def test_a_block_that_fails_fails_the_page(cluster: Cluster, model: FakeModel, tmp_path: Path) -> None:
-    """The harness itself: exports carry over, a failing command fails its block, a process that a block
-    started in the background and that has ended is named."""
-    page = tmp_path / "page.md"
-    page.write_text(
-        "```sh\nexport GREETING=hello\nsleep 0 &\n```\n\n"
-        "```python\nimport os\nassert os.environ['GREETING'] == 'hello'\n```\n\n"
-        '```sh\ntest "$GREETING" = hello\nfalse\necho never\n```\n'
-    )
-    environment = dict(os.environ)
-    document = Sybil(SYBIL.parsers, path=str(tmp_path), patterns=["*.md"]).parse(page)
+def page(tmp_path: Path, text: str) -> Document:
+    (tmp_path / "page.md").write_text(text)
+    return Sybil(SYBIL.parsers, path=str(tmp_path), patterns=["*.md"]).parse(tmp_path / "page.md")
+
+
+def test_the_harness_carries_exports_and_names_what_fails(cluster: Cluster, model: FakeModel, tmp_path: Path) -> None:
+    """Exports carry to the next block and to Python; a failing command fails its block, naming its line; a
+    process started in the background that has ended is named; a skip marker without a reason fails."""
     home = tmp_path / "checkout"
     home.mkdir()
-    reader = Reader(home, cluster, model.url)
-    document.namespace["__reader__"] = reader
-    examples = list(document.examples())
-    try:
-        examples[0].evaluate()
-        examples[1].evaluate()
-        with pytest.raises(Exception, match="line 11 exited 1"):
-            examples[2].evaluate()
-        time.sleep(0.2)
-        assert reader.still_running() == [
-            f"the process {reader.background[0][0]} started by the block at line 1 ended before the page did"
-        ]
-    finally:
-        reader.stop()
-        os.chdir(ROOT)
-        os.environ.clear()
-        os.environ.update(environment)
+    carried = page(
+        tmp_path,
+        "```sh\nexport GREETING=hello\n```\n\n"
+        "```python\nimport os\nassert os.environ['GREETING'] == 'hello'\n```\n\n"
+        '```sh\ntest "$GREETING" = hello\nfalse\necho never\n```\n',
+    )
+    with pytest.raises(Exception, match="line 10 exited 1"):
+        run(carried, Reader(home, cluster, model.url))
+    shutil.rmtree(home)
+    home.mkdir()
+    with pytest.raises(AssertionError, match="started by the block at line 1 ended before the page did"):
+        run(page(tmp_path, "```sh\nsleep 0 &\n```\n"), Reader(home, cluster, model.url))
+    shutil.rmtree(home)
+    home.mkdir()
+    with pytest.raises(AssertionError, match="line 1: a skip marker says why"):
+        run(page(tmp_path, "<!-- skip: next -->\n```sh\ntrue\n```\n"), Reader(home, cluster, model.url))
+    shutil.rmtree(home)
+    home.mkdir()
+    skipped = run(
+        page(tmp_path, '<!-- skip: next "not here" -->\n```sh\nfalse\n```\n'), Reader(home, cluster, model.url)
+    )
+    assert skipped == [f"{tmp_path / 'page.md'}:2: not here"]

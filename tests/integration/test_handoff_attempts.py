@@ -28,7 +28,7 @@ def test_attempts_recorded_side_by_side_keep_every_one_with_its_own_number(postg
                 numbers[index].append(
                     stores[index].handoff_attempted("k@5/handoff", "k", "http://hook", outcome, f"w{index}")
                 )
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=record, args=(index,)) for index in range(2)]
