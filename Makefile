@@ -41,7 +41,7 @@ pilot: $(STAMP) ## the pilot loop on this machine: an alert fires, checks run, a
 
 .PHONY: pilot
 
-test: $(STAMP) ## the whole suite (unit, golden, integration and e2e against PostgreSQL and Redis)
+test: $(STAMP) ## the whole suite (unit, golden, integration, e2e and the docs' blocks, against PostgreSQL and Redis)
 	$(BIN)/pytest -q
 
 test-unit: $(STAMP) ## the fast, pure tests only
