@@ -159,7 +159,8 @@ class Workspaces:
         """Whether ``state`` (of the workspace ``key``) is an imported record: its head is the version its
         import ended at, so nothing but an operator's ``reopen`` has been committed since (docs/adr/0158). The
         ledger is asked once per opened workspace and process: an import marks a workspace before its commits
-        land, so an opened workspace that has no mark never gets one."""
+        land, so an opened workspace that has no mark never gets one. A workspace loaded opened has its mark read
+        with it (``current``): its first commit then costs what any other does."""
         return state.opened and self.imported_head(key) == state.version
 
     def opened_here(self, key: str) -> None:
@@ -274,6 +275,8 @@ class Workspaces:
         state = self.cached(workspace_id)
         if state is None:
             state = self._load(workspace_id, self.reducer, None)
+            if state.opened:
+                self.imported_head(workspace_id)  # read with the state, not at its first commit (``is_record``)
             self._snapshotted[workspace_id] = state.version
             self._remember(workspace_id, state)
         return state
@@ -418,3 +421,4 @@ class Workspaces:
             evicted, _ = self._states.popitem(last=False)
             self._snapshotted.pop(evicted, None)
             self._lost.pop(evicted, None)
+            self._imported.pop(evicted, None)

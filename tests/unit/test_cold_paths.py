@@ -17,7 +17,7 @@ from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.domain.commit import Commit
 from caseboard.ledger import open_ledger
 from caseboard.projections.workspaces import Workspaces
-from caseboard.replay import records, verify
+from caseboard.replay import records, transfer, verify
 
 INCIDENT = Path(__file__).resolve().parents[2] / "corpus" / "incident-042.jsonl"
 
@@ -76,11 +76,9 @@ def _observation(number: int) -> dict[str, Any]:
     }
 
 
-def test_a_loaded_workspace_shares_the_repeated_strings_of_its_records() -> None:
-    ledger = open_ledger("memory://")
-    coordinator = Coordinator(ledger)
-    opening = {
-        "workspace_id": "ws-strings",
+def _opening(workspace_id: str) -> dict[str, Any]:
+    return {
+        "workspace_id": workspace_id,
         "author": {"principal": "operator", "role": "operator"},
         "items": [
             {
@@ -98,6 +96,12 @@ def test_a_loaded_workspace_shares_the_repeated_strings_of_its_records() -> None
             }
         ],
     }
+
+
+def test_a_loaded_workspace_shares_the_repeated_strings_of_its_records() -> None:
+    ledger = open_ledger("memory://")
+    coordinator = Coordinator(ledger)
+    opening = _opening("ws-strings")
     assert coordinator.submit(parse_contribution(opening)).ok
     for number in range(1, 4):
         assert coordinator.submit(parse_contribution(_observation(number))).ok
@@ -108,3 +112,39 @@ def test_a_loaded_workspace_shares_the_repeated_strings_of_its_records() -> None
         assert other.source_system is first.source_system
         assert other.source_instance is first.source_instance
         assert other.author is first.author
+
+
+def _asks(ledger: Any) -> list[str]:
+    """Counts the ledger's answers about import marks (``Ledger.imported_head``)."""
+    asked: list[str] = []
+    imported_head = ledger.imported_head
+
+    def counted(key: str) -> int | None:
+        asked.append(key)
+        return imported_head(key)  # type: ignore[no-any-return]
+
+    ledger.imported_head = counted
+    return asked
+
+
+def test_a_workspace_s_import_mark_is_read_with_it_not_at_its_first_commit(tmp_path: Path) -> None:
+    """The first commit on a workspace loaded into the cache costs what any other does (the scale benchmark's
+    ``commit_cost_10000_workspaces_vs_1``); an imported record is still known as one."""
+    ledger = open_ledger("memory://")
+    transfer.import_file(ledger, INCIDENT, "ws-imported")
+    [imported] = ledger.keys_named("ws-imported")
+    live = Coordinator(ledger)
+    opening = _opening("ws-live")
+    assert live.submit(parse_contribution(opening)).ok
+    [live_key] = ledger.keys_named("ws-live")
+    asked = _asks(ledger)
+    workspaces = Workspaces(ledger, capacity=2)
+    coordinator = Coordinator(ledger, workspaces)
+    workspaces.current(imported), workspaces.current(live_key)
+    assert sorted(asked) == sorted([imported, live_key])  # read with each state
+    refused = coordinator.submit(parse_contribution({**_observation(1), "workspace_id": "ws-imported"}))
+    assert not refused.ok and refused.reason == "workspace_closed"
+    assert coordinator.submit(parse_contribution({**_observation(1), "workspace_id": "ws-live"})).ok
+    assert sorted(asked) == sorted([imported, live_key])  # and not asked again at a commit
+    workspaces.current("ws-other"), workspaces.current("ws-another")  # evicts both: their marks go with them
+    assert set(workspaces._imported) <= {"ws-other", "ws-another"}
