@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from caseboard.api.server import create_app
+from caseboard.api.server import create_app, settle_startup
 from caseboard.app import build_app
 from caseboard.keys import open_key_store
 from caseboard.logs import configure_logging
@@ -24,4 +24,6 @@ def from_environment() -> FastAPI:
     configure_logging(settings.log_level, settings.log_format, cache=True)  # a server worker process
     app = build_app(settings)
     keys = open_key_store(settings.database_url, pool_size=settings.pool_size)
-    return create_app(app, keys, trust_timestamps=settings.trust_timestamps, close_on_shutdown=True)
+    api = create_app(app, keys, trust_timestamps=settings.trust_timestamps, close_on_shutdown=True)
+    settle_startup()
+    return api

@@ -92,6 +92,7 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
     from caseboard.api import create_app
     from caseboard.api.factory import TRUST_TIMESTAMPS
     from caseboard.api.http_protocol import GuardedHttpProtocol
+    from caseboard.api.server import settle_startup
 
     settings = Settings.from_env()
     if not 0 < args.port < 65536:
@@ -138,6 +139,7 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
         else:
             config = uvicorn.Config(create_app(app, keys, trust_timestamps=args.trust_timestamps), **options)
             config.caseboard_limits = limits  # type: ignore[attr-defined]
+            settle_startup()
             uvicorn.Server(config).run(sockets=[listening])
     finally:
         listening.close()
