@@ -21,6 +21,9 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import CaseboardError
 
 ACTOR_PREFIX = "caseboard_notify"
+HAND_BACKS = 8
+"""How often a notification goes back to its queue from consumers that do not act for its tenant (after 50 ms,
+doubling: about 13 s in all) before it is left to the dispatcher's re-drive (docs/adr/0157)."""
 
 log = structlog.get_logger("caseboard.broker")
 
@@ -29,17 +32,30 @@ class BrokerUnavailable(CaseboardError):
     """The broker could not take a message (Redis down, restarting, unreachable)."""
 
 
-def enqueue(broker: dramatiq.Broker, message: dramatiq.Message[Any] | None, *, declare: str | None = None) -> None:
-    """Hands one message to the broker (or declares a queue); broker failures become ``BrokerUnavailable``."""
+def enqueue(
+    broker: dramatiq.Broker,
+    message: dramatiq.Message[Any] | None,
+    *,
+    declare: str | None = None,
+    delay_ms: int | None = None,
+) -> None:
+    """Hands one message to the broker (or declares a queue), to be taken after ``delay_ms`` when given; broker
+    failures become ``BrokerUnavailable``."""
     import redis
 
     try:
         if declare is not None:
             broker.declare_queue(declare)
         if message is not None:
-            broker.enqueue(message)
+            broker.enqueue(message, delay=delay_ms)
     except (redis.RedisError, dramatiq.errors.BrokerConnectionError) as error:
         raise BrokerUnavailable(f"the broker did not accept a message: {error}") from error
+
+
+class HandBack(Exception):  # an answer, not an error: it never leaves ``declare_consumer``
+    """A consumer's answer to a notification of a workspace it does not act for (another tenant's): the message
+    goes back to its queue at once, for a consumer of that tenant (``hand_back``), rather than waiting for the
+    dispatcher's re-drive."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,10 @@ def declare_consumer(
         return
 
     def consume(body: dict[str, Any]) -> None:
-        handle(body)
+        try:
+            handle(body)
+        except HandBack:
+            hand_back(broker, queue, body)
 
     consume.__name__ = actor_name(queue)
     dramatiq.actor(
@@ -107,6 +126,19 @@ def declare_consumer(
         min_backoff=50,
         max_backoff=2000,
     )(consume)
+
+
+def hand_back(broker: dramatiq.Broker, queue: str, body: dict[str, Any]) -> None:
+    """Send ``body`` to ``queue`` again, after 50 ms doubling with each hand-back; the message taken is done with.
+    A broker that does not take it leaves it to the dispatcher's re-drive, as it would be without hand-backs."""
+    times = int(body.get("handed_back") or 0) + 1
+    message: dramatiq.Message[Any] = dramatiq.Message(
+        queue_name=queue, actor_name=actor_name(queue), args=({**body, "handed_back": times},), kwargs={}, options={}
+    )
+    try:
+        enqueue(broker, message, delay_ms=50 * 2 ** (times - 1))
+    except BrokerUnavailable as error:
+        log.warning("notification_hand_back_failed", queue=queue, notification_id=body.get("id"), error=str(error))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ class Notification(Frozen):
     """For announcements that something is stale: the version the stale thing rests on."""
     evidence_revisions: dict[str, int] = Field(default_factory=dict)
     """Each announced evidence id with the workspace version of its latest change."""
+    handed_back: int | None = None
+    """How often consumers of other tenants handed this message back to its queue (``broker.hand_back``)."""
 
     @property
     def queue(self) -> str:

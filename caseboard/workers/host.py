@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from caseboard.coordinator.service import Coordinator
+from caseboard.dispatcher.broker import HAND_BACKS, HandBack
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
@@ -115,11 +116,13 @@ class ConsumerHost:
         notification = Notification.model_validate(body)
         consumer = notification.queue
         if not self.serves(notification.workspace_id):
-            # neither begun nor finished: it stays unprocessed, and the dispatcher re-drives it to a
-            # consumer of its own tenant (docs/adr/0157)
+            # neither begun nor finished: it goes back to its queue for a consumer of its own tenant, and
+            # stays unprocessed until one takes it (or the dispatcher re-drives it; docs/adr/0157)
             log.info(
                 "notification_other_tenant", consumer=consumer, notification_id=notification.id, tenant=self.tenant
             )
+            if (notification.handed_back or 0) < HAND_BACKS:
+                raise HandBack(notification.id)
             return
         begun = self.store.begin(consumer, notification.id)
         if begun.duplicate:

@@ -21,8 +21,8 @@ from tests.fake_model_server import FakeModel
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
-def opening(tenant: str, workspace_id: str) -> dict[str, Any]:
-    item = open_item(4)
+def opening(tenant: str, workspace_id: str, cycles: int = 4) -> dict[str, Any]:
+    item = open_item(cycles)
     return {
         "workspace_id": workspace_id,
         "author": {"principal": "oncall-operator", "role": "operator"},
@@ -61,6 +61,38 @@ def test_an_agent_of_tenant_a_never_commits_into_tenant_b(cluster: Cluster) -> N
             assert cluster.saw(agent, "notification_other_tenant")
         finally:
             ledger.close()
+
+
+def test_processes_of_two_tenants_on_one_broker_each_get_their_tenant_s_work_without_waiting_for_a_re_drive(
+    cluster: Cluster,
+) -> None:
+    """Both workers consume every queue, so each takes the other tenant's notifications about half the time: it
+    hands them back to their queue at once (``notification_other_tenant``), where the other tenant's worker
+    takes them. Without hand-backs each such notification waited for the dispatcher's re-drive (60 s here):
+    both investigations advance, and every notification is processed, well within that."""
+    url = cluster.database_url
+    workers = [
+        cluster.spawn("worker", "--tenant", tenant, "--participant", "scripted", "--tick", "0.3")
+        for tenant in ("tenant-a", "tenant-b")
+    ]
+    cluster.spawn("dispatch", "--poll", "0.1", "--redrive-after", "60")
+    ledger = open_ledger(url)
+    try:
+        coordinator = Coordinator(ledger)
+        keys = [scoped(tenant, "inc-043") for tenant in ("tenant-a", "tenant-b")]
+        for key, tenant in zip(keys, ("tenant-a", "tenant-b"), strict=True):
+            assert coordinator.submit(parse_contribution(opening(tenant, "inc-043", cycles=8)), key)["ok"]
+
+        def settled() -> bool | None:
+            status = cluster.status()
+            advanced = all(ledger.head(key) >= 8 for key in keys)
+            return (advanced and status["pending"] == 0 and status["unprocessed"] == 0) or None
+
+        poll("both tenants' investigations advanced, every notification processed", settled, timeout=30)
+        assert all(proc.poll() is None for proc in workers)
+        assert all(cluster.saw(proc, "notification_other_tenant") for proc in workers)
+    finally:
+        ledger.close()
 
 
 @pytest.mark.parametrize("command", [["agent", "--role", "planner", "--principal", "planner-1"], ["worker"]])
