@@ -22,7 +22,7 @@ import structlog
 from caseboard.dispatcher.broker import BrokerUnavailable, enqueue, message_for, message_from
 from caseboard.dispatcher.notification import Notification
 from caseboard.dispatcher.outbox import Outbox, Position
-from caseboard.dispatcher.route import coalesce, route
+from caseboard.dispatcher.route import coalesce, handoffs_first, route
 from caseboard.dispatcher.store import Delivery, DispatchStore
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import LedgerUnavailable
@@ -77,7 +77,7 @@ class Dispatcher:
         try:
             for entry in entries:
                 notifications.extend(route(entry.commit, self._fold(entry.commit), self.reducer))
-            sent = [self._send(n) for n in coalesce(notifications)]
+            sent = [self._send(n) for n in handoffs_first(coalesce(notifications))]
             self._hook()
             position = entries[-1].position
             self.store.advance(self.config.name, position, sent)

@@ -173,3 +173,8 @@ def coalesce(notifications: Iterable[Notification]) -> list[Notification]:
     batch = list(notifications)
     latest = {n.workspace_id: i for i, n in enumerate(batch) if n.coalesces}
     return [n for i, n in enumerate(batch) if not n.coalesces or latest[n.workspace_id] == i]
+
+
+def handoffs_first(notifications: Iterable[Notification]) -> list[Notification]:
+    """The order of sending: handoffs before the rest (a person waits on them), every queue's own order kept."""
+    return sorted(notifications, key=lambda n: n.audience != "handoff")

@@ -89,6 +89,7 @@ class ConsumerHost:
         self.kinds = kinds
         self.max_attempts = max_attempts
         self.workspaces: set[str] = set()
+        self._notified: set[str] = set()  # workspaces a notification named since the tick began
         self._guard = threading.Lock()
 
     @property
@@ -165,13 +166,21 @@ class ConsumerHost:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
 
     def tick(self) -> None:
-        """The controller's own clock: re-decide every known workspace (turn timeouts, lapsed leases)."""
+        """The controller's own clock: re-decide every known workspace under investigation (turn timeouts, lapsed
+        leases). One that is not (escalated, exhausted, closed) is forgotten: an escalated incident no longer costs
+        every tick a decision, which held the worker's interpreter for a second a tick at a hundred of them."""
         if self.controller is None or self.coordinator is None:
             return
         with self._guard:
             known = sorted(self.workspaces)
+            self._notified.clear()
         for workspace_id in known:
-            version = self.coordinator.ledger.head(workspace_id)
+            version, status = self.coordinator.workspaces.head_state(workspace_id, lambda s: (s.version, s.status))[1]
+            if status != "investigating":  # the controller decides nothing on it (``decide_next``) until a
+                with self._guard:  # commit moves it, whose notification brings it back (``_effect``)
+                    if workspace_id not in self._notified:
+                        self.workspaces.discard(workspace_id)
+                continue
             tick = Notification(
                 id=notification_id(workspace_id, version, "tick"),
                 kind="snapshot_changed",
@@ -199,6 +208,7 @@ class ConsumerHost:
             return  # an imported record: nobody schedules or contributes until it is reopened (ADR 0158)
         with self._guard:
             self.workspaces.add(notification.workspace_id)
+            self._notified.add(notification.workspace_id)
         if participant is None or self.coordinator is None:
             return
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 import redis
 from dramatiq.brokers.stub import StubBroker
 
-from caseboard.coordinator import Coordinator
+from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.dispatcher.broker import BrokerUnavailable
 from caseboard.dispatcher.follower import DispatchConfig, Dispatcher
 from caseboard.dispatcher.outbox import open_outbox
@@ -79,3 +80,54 @@ def test_the_dispatcher_keeps_a_bounded_number_of_workspaces_and_reloads_an_evic
         store.close()
         broker.close()
         ledger.close()
+
+
+class RecordingBroker(StubBroker):
+    """Keeps the queue of every message in the order the dispatcher sent them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str]] = []
+
+    def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+        self.sent.append((message.queue_name, message.args[0]["id"]))
+        return super().enqueue(message, delay=delay)
+
+
+def test_a_handoff_is_sent_before_the_other_notifications_of_its_batch_and_each_queue_keeps_its_order(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    coordinator = Coordinator(ledger, trust_timestamps=True)
+    limits = dict.fromkeys(
+        ("max_selected_items", "max_investigation_cycles", "max_open_questions", "max_proposals", "max_pending_work"),
+        5,
+    )
+    scope = {"tenant_id": "t", "environment": "e", "service": "s"}
+    for workspace in ("ws-a", "ws-b"):
+        for items in (
+            [{"type": "open", "scope": scope, "goal": "g", "runtime_limits": limits, "execution_mode": "read_only"}],
+            [{"type": "status", "to": "human_review_required", "reason": "r", "handoff": "look"}],
+        ):
+            line = json.dumps({"workspace_id": workspace, "author": {"principal": "op", "role": "operator"},
+                               "items": items})  # fmt: skip
+            assert coordinator.submit(parse_contribution(line))["ok"]
+    store = DispatchStore(url)
+    broker = RecordingBroker()
+    dispatcher = Dispatcher(open_outbox(ledger), store, broker, Workspaces(ledger), DispatchConfig())
+    try:
+        assert dispatcher.pass_once() == 4
+    finally:
+        store.close()
+        broker.close()
+        ledger.close()
+    queues = [queue for queue, _ in broker.sent]
+    assert queues[:2] == ["caseboard.handoff", "caseboard.handoff"], broker.sent
+    assert [nid for queue, nid in broker.sent if queue == "caseboard.handoff"] == [
+        "ws-a@2/handoff/human_review_required",
+        "ws-b@2/handoff/human_review_required",
+    ]
+    history = [nid for queue, nid in broker.sent if queue == "caseboard.history"]
+    assert history == sorted(history, key=lambda nid: (nid.split("@")[0], int(nid.split("@")[1].split("/")[0])))
+    assert len(history) == 4 and len(broker.sent) > 2
