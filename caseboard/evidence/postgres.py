@@ -11,11 +11,14 @@ first query checks the artifact and brings the start of its range (docs/adr/0083
 
 from __future__ import annotations
 
+import builtins
+import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -24,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.sql import SQL, Identifier
 
 from caseboard.database_url import DatabaseUrl
-from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
+from caseboard.domain.citations import ARTIFACT_ID_RE, MAX_EXCERPT_BYTES, CitationFacts, Cited, Span
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.evidence.model import (
     BLOCK,
@@ -137,12 +140,15 @@ class PostgresArtifactStore:
         stored_by: str,
         media_type: str = DEFAULT_MEDIA_TYPE,
         source_system: str | None = None,
+        durable: bool = True,
     ) -> Stored:
         intake = Intake(self.max_bytes)
         blob = uuid.uuid4()
         insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
         with self._conn() as conn, conn.transaction() as tx, conn.cursor() as cursor:
             # one transaction: rolled back on any error, when the client goes away, or when the process dies
+            if not durable:  # flushed by the citing commit's own flush, which comes after it (ADR 0177)
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
             for seq, block in enumerate(intake.blocks(chunks)):
                 cursor.execute(insert_block, (blob, seq, block), prepare=True)
             row = cursor.execute(
@@ -169,8 +175,12 @@ class PostgresArtifactStore:
                     intake.step_lines,
                 ),
             ).fetchone()
-            if row is None:
-                raise psycopg.Rollback(tx)  # these bytes are stored already: keep the first upload's
+            if row is None:  # these bytes are stored already: keep the first upload's
+                if not durable:
+                    raise psycopg.Rollback(tx)
+                # they may have been stored without a flush of their own (ADR 0177): this transaction
+                # drops its blocks and commits, and its commit flushes the WAL up to and past theirs
+                cursor.execute(SQL("DELETE FROM {} WHERE blob = %s").format(self.blocks), (blob,))
         if row is None:
             return Stored(self.meta(tenant_id, intake.artifact_id), created=False)
         return Stored(_meta(row), created=True)
@@ -336,11 +346,77 @@ class PostgresArtifactStore:
         return True
 
     def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
-        try:
-            meta = self.meta(tenant_id, cited.artifact)
-            return facts(meta.size, meta.lines, cited.span, lambda: self._stream(tenant_id, cited.artifact, cited.span))
-        except ArtifactNotFound:
-            return None
+        return self.resolve_all(tenant_id, [cited])[0]
+
+    def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> builtins.list[CitationFacts | None]:
+        """One query reads the metadata of every artifact cited, one more every byte range inside them (a piece
+        per block it spans), hashed here; a line range is read as an excerpt (its start is in the line index).
+        An artifact removed between the two is not found, as it would be by ``excerpt``."""
+        found: builtins.list[CitationFacts | None] = [None] * len(cited)
+        wanted = sorted({one.artifact for one in cited if ARTIFACT_ID_RE.fullmatch(one.artifact)})
+        if not wanted:
+            return found
+        by_lines: builtins.list[int] = []
+        pieces: builtins.list[tuple[int, Any, int, int, int]] = []  # (citation, blob, seq, from (1-based), length)
+        with self._conn() as conn:
+            known = {
+                row[0]: row[1:]
+                for row in conn.execute(
+                    SQL(
+                        "SELECT artifact_id, size, lines, blob FROM {} WHERE tenant_id = %s"
+                        " AND artifact_id = ANY(%s) AND removed_at IS NULL"
+                    ).format(self.artifacts),
+                    (tenant_id, wanted),
+                )
+            }
+            for index, one in enumerate(cited):
+                if one.artifact not in known:
+                    continue
+                size, lines, blob = known[one.artifact]
+                span = one.span
+                if not span.inside(size, lines):
+                    found[index] = CitationFacts(size, lines, 0, None)
+                elif span.unit == "lines":
+                    by_lines.append(index)
+                elif span.last - span.first >= MAX_EXCERPT_BYTES:
+                    found[index] = CitationFacts(size, lines, MAX_EXCERPT_BYTES + 1, None)
+                else:
+                    offset = span.first
+                    while offset <= span.last:
+                        seq, within = divmod(offset, BLOCK)
+                        length = min(span.last + 1 - offset, BLOCK - within)
+                        pieces.append((index, blob, seq, within + 1, length))
+                        offset += length
+            read: dict[int, bytes] = {}
+            if pieces:
+                rows = conn.execute(
+                    SQL(
+                        "SELECT w.k, substring(b.data from w.start for w.length) FROM unnest(%s::int[], %s::uuid[],"
+                        " %s::int[], %s::int[], %s::int[]) AS w(k, blob, seq, start, length)"
+                        " JOIN {} AS b ON b.blob = w.blob AND b.seq = w.seq"
+                    ).format(self.blocks),
+                    [list(range(len(pieces))), *([piece[at] for piece in pieces] for at in range(1, 5))],
+                    binary=True,
+                ).fetchall()
+                read = {k: bytes(data) for k, data in rows}
+        digests: dict[int, Any] = {}
+        for k, (index, *_, length) in enumerate(pieces):
+            data = read.get(k)
+            if data is None or len(data) != length:
+                digests[index] = None  # removed meanwhile
+            elif digests.setdefault(index, hashlib.sha256()) is not None:
+                digests[index].update(data)
+        for index, digest in digests.items():
+            if digest is not None:
+                size, lines, _ = known[cited[index].artifact]
+                span = cited[index].span
+                found[index] = CitationFacts(size, lines, span.last - span.first + 1, digest.hexdigest())
+        for index in by_lines:
+            one = cited[index]
+            size, lines, _ = known[one.artifact]
+            with suppress(ArtifactNotFound):  # removed meanwhile
+                found[index] = facts(size, lines, one.span, partial(self._stream, tenant_id, one.artifact, one.span))
+        return found
 
     def close(self) -> None:
         self._drop_idle()
