@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -27,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.sql import SQL, Identifier
 
 from caseboard.database_url import DatabaseUrl
-from caseboard.domain.citations import ARTIFACT_ID_RE, MAX_EXCERPT_BYTES, CitationFacts, Cited, Span
+from caseboard.domain.citations import ARTIFACT_ID_RE, CitationFacts, Cited, Span
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.evidence.model import (
     BLOCK,
@@ -83,6 +83,16 @@ class PostgresArtifactStore:
         self._piece_query = SQL("SELECT substring(data from %s for %s) FROM {} WHERE blob = %s AND seq = %s").format(
             self.blocks
         )
+        self._insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
+        self._insert_meta = SQL(
+            "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
+            " stored_by, stored_at, block_lines, line_step, step_lines)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s, %s, %s)"
+            " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
+            " media_type = excluded.media_type, source_system = excluded.source_system,"
+            " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
+            " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
+        ).format(t=self.artifacts)
         self._guard = threading.Lock()
         with self._connect() as conn:
             conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
@@ -144,23 +154,14 @@ class PostgresArtifactStore:
     ) -> Stored:
         intake = Intake(self.max_bytes)
         blob = uuid.uuid4()
-        insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
         with self._conn() as conn, conn.transaction() as tx, conn.cursor() as cursor:
             # one transaction: rolled back on any error, when the client goes away, or when the process dies
             if not durable:  # flushed by the citing commit's own flush, which comes after it (ADR 0177)
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
             for seq, block in enumerate(intake.blocks(chunks)):
-                cursor.execute(insert_block, (blob, seq, block), prepare=True)
+                cursor.execute(self._insert_block, (blob, seq, block), prepare=True)
             row = cursor.execute(
-                SQL(
-                    "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
-                    " stored_by, stored_at, block_lines, line_step, step_lines)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s, %s, %s)"
-                    " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
-                    " media_type = excluded.media_type, source_system = excluded.source_system,"
-                    " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
-                    " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
-                ).format(t=self.artifacts),
+                self._insert_meta,
                 (
                     tenant_id,
                     intake.artifact_id,
@@ -174,6 +175,7 @@ class PostgresArtifactStore:
                     LINE_STEP,
                     intake.step_lines,
                 ),
+                prepare=True,
             ).fetchone()
             if row is None:  # these bytes are stored already: keep the first upload's
                 if not durable:
@@ -349,74 +351,51 @@ class PostgresArtifactStore:
         return self.resolve_all(tenant_id, [cited])[0]
 
     def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> builtins.list[CitationFacts | None]:
-        """One query reads the metadata of every artifact cited, one more every byte range inside them (a piece
-        per block it spans), hashed here; a line range is read as an excerpt (its start is in the line index).
-        An artifact removed between the two is not found, as it would be by ``excerpt``."""
+        """A byte range within one block, the common citation, is one run of the excerpt's query (which checks
+        the artifact and brings the range, ADR 0083); those of all the citations are sent together, in one
+        round trip (``executemany`` in a pipeline), and hashed here. A range of lines, or across blocks, is
+        resolved as an excerpt is read (the artifact's metadata, then its pieces)."""
         found: builtins.list[CitationFacts | None] = [None] * len(cited)
-        wanted = sorted({one.artifact for one in cited if ARTIFACT_ID_RE.fullmatch(one.artifact)})
-        if not wanted:
+        single: builtins.list[int] = []
+        for index, one in enumerate(cited):
+            span = one.span
+            if span.unit == "bytes" and span.first // BLOCK == span.last // BLOCK:
+                if ARTIFACT_ID_RE.fullmatch(one.artifact) is not None:
+                    single.append(index)
+            else:
+                found[index] = self._resolve_read(tenant_id, one)
+        if not single:
             return found
-        by_lines: builtins.list[int] = []
-        pieces: builtins.list[tuple[int, Any, int, int, int]] = []  # (citation, blob, seq, from (1-based), length)
-        with self._conn() as conn:
-            known = {
-                row[0]: row[1:]
-                for row in conn.execute(
-                    SQL(
-                        "SELECT artifact_id, size, lines, blob FROM {} WHERE tenant_id = %s"
-                        " AND artifact_id = ANY(%s) AND removed_at IS NULL"
-                    ).format(self.artifacts),
-                    (tenant_id, wanted),
-                )
-            }
-            for index, one in enumerate(cited):
-                if one.artifact not in known:
-                    continue
-                size, lines, blob = known[one.artifact]
-                span = one.span
-                if not span.inside(size, lines):
-                    found[index] = CitationFacts(size, lines, 0, None)
-                elif span.unit == "lines":
-                    by_lines.append(index)
-                elif span.last - span.first >= MAX_EXCERPT_BYTES:
-                    found[index] = CitationFacts(size, lines, MAX_EXCERPT_BYTES + 1, None)
-                else:
-                    offset = span.first
-                    while offset <= span.last:
-                        seq, within = divmod(offset, BLOCK)
-                        length = min(span.last + 1 - offset, BLOCK - within)
-                        pieces.append((index, blob, seq, within + 1, length))
-                        offset += length
-            read: dict[int, bytes] = {}
-            if pieces:
-                rows = conn.execute(
-                    SQL(
-                        "SELECT w.k, substring(b.data from w.start for w.length) FROM unnest(%s::int[], %s::uuid[],"
-                        " %s::int[], %s::int[], %s::int[]) AS w(k, blob, seq, start, length)"
-                        " JOIN {} AS b ON b.blob = w.blob AND b.seq = w.seq"
-                    ).format(self.blocks),
-                    [list(range(len(pieces))), *([piece[at] for piece in pieces] for at in range(1, 5))],
-                    binary=True,
-                ).fetchall()
-                read = {k: bytes(data) for k, data in rows}
-        digests: dict[int, Any] = {}
-        for k, (index, *_, length) in enumerate(pieces):
-            data = read.get(k)
-            if data is None or len(data) != length:
-                digests[index] = None  # removed meanwhile
-            elif digests.setdefault(index, hashlib.sha256()) is not None:
-                digests[index].update(data)
-        for index, digest in digests.items():
-            if digest is not None:
-                size, lines, _ = known[cited[index].artifact]
-                span = cited[index].span
-                found[index] = CitationFacts(size, lines, span.last - span.first + 1, digest.hexdigest())
-        for index in by_lines:
-            one = cited[index]
-            size, lines, _ = known[one.artifact]
-            with suppress(ArtifactNotFound):  # removed meanwhile
-                found[index] = facts(size, lines, one.span, partial(self._stream, tenant_id, one.artifact, one.span))
+        rows: builtins.list[Any] = []
+        with self._conn() as conn, conn.cursor(binary=True) as cursor:
+            cursor.executemany(
+                self._excerpt_query,
+                [
+                    (s.first % BLOCK + 1, s.last - s.first + 1, s.first // BLOCK, tenant_id, cited[i].artifact)
+                    for i, s in ((i, cited[i].span) for i in single)
+                ],
+                returning=True,
+            )
+            rows = [result.fetchone() for result in cursor.results()]
+        for index, row in zip(single, rows, strict=True):
+            if row is None or row[2] is not None:
+                continue  # no such artifact in the tenant, or removed under retention
+            size, lines, _, _, data = row
+            span = cited[index].span
+            if not span.inside(size, lines):
+                found[index] = CitationFacts(size, lines, 0, None)
+            else:
+                found[index] = CitationFacts(size, lines, len(data), hashlib.sha256(data).hexdigest())
         return found
+
+    def _resolve_read(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
+        try:
+            meta = self.meta(tenant_id, cited.artifact)
+            return facts(
+                meta.size, meta.lines, cited.span, partial(self._stream, tenant_id, cited.artifact, cited.span)
+            )
+        except ArtifactNotFound:
+            return None
 
     def close(self) -> None:
         self._drop_idle()
