@@ -64,6 +64,8 @@ class PrivatePostgres:
     port: int
     as_user: list[str] = field(default_factory=list)
     outages: int = 0
+    settings: dict[str, str] = field(default_factory=dict)
+    """Server settings of the test's own (``-c name=value``), e.g. a long ``wal_writer_delay``."""
 
     @property
     def url(self) -> str:
@@ -90,7 +92,7 @@ class PrivatePostgres:
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} -c fsync=off "
             "-c max_connections=200 -c shared_buffers=32MB"
-        )
+        ) + "".join(f" -c {name}={value}" for name, value in self.settings.items())
         done = self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "log"), "-o", options, "-w",
             "-t", str(int(timeout)), "start", timeout=timeout + 10,
@@ -117,8 +119,9 @@ class PrivatePostgres:
 
 
 @contextlib.contextmanager
-def private_postgres() -> Iterator[PrivatePostgres]:
-    """A fresh PostgreSQL cluster on a free port, crashed and removed when the block ends."""
+def private_postgres(settings: dict[str, str] | None = None) -> Iterator[PrivatePostgres]:
+    """A fresh PostgreSQL cluster on a free port, crashed and removed when the block ends; ``settings``: server
+    settings of the test's own."""
     bin_dir = _pg_bin()
     if bin_dir is None or not (bin_dir / "initdb").exists():
         _missing("PostgreSQL's initdb and pg_ctl")
@@ -128,7 +131,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         shutil.chown(folder, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    server = PrivatePostgres(bin_dir, folder, free_port(), as_user)
+    server = PrivatePostgres(bin_dir, folder, free_port(), as_user, settings=dict(settings or {}))
     try:
         server.init()
         for attempt in range(3):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 
 from caseboard.coordinator.decide import Behind, Citations, Replayed, Unresolved, decide
 from caseboard.domain import items as it
-from caseboard.domain.citations import CitationResolver, parse_citation
+from caseboard.domain.citations import CitationResolver, Cited, parse_citation
 from caseboard.domain.commit import Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import AmbiguousWorkspace, LedgerUnavailable, Reason, Refusal, VersionConflict
@@ -263,16 +262,16 @@ class Coordinator:
         """What the artifact store holds for every citation of the contribution, in the workspace's tenant.
         Only a contribution that cites comes here; each excerpt read is at most ``MAX_EXCERPT_BYTES``."""
         assert self.artifacts is not None
-        store = self.artifacts()
-        found: dict[str, Any] = {}
+        wanted: dict[str, Cited] = {}
         for item in contribution.items:
             body = item.observation if isinstance(item, it.WorkResult) else item
             if isinstance(body, it.ObservationBody):
                 ref = body.evidence_ref
                 cited = parse_citation(ref)
-                if cited is not None and ref is not None and ref not in found:
-                    found[ref] = store.resolve(tenant_id, cited)
-        return found
+                if cited is not None and ref is not None:
+                    wanted.setdefault(ref, cited)
+        facts = self.artifacts().resolve_all(tenant_id, list(wanted.values()))
+        return dict(zip(wanted, facts, strict=True))
 
     def _conflict(self, unit: Unit, expected: int) -> VersionConflict:
         current = unit.state.version

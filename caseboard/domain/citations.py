@@ -11,6 +11,7 @@ deciding; ``decide`` itself reads no store (``CitationResolver`` is the seam).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -118,6 +119,7 @@ class CitationFacts:
 class CitationResolver(Protocol):
     """The artifact store as the coordinator sees it."""
 
-    def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
-        """None when the tenant has no such artifact (or it was removed under retention)."""
+    def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> list[CitationFacts | None]:
+        """The facts of each citation, in order: None when the tenant has no such artifact (or it was removed
+        under retention). A contribution's citations are resolved together, in as few reads as the store can."""
         ...

@@ -10,11 +10,12 @@ most a file in ``.partial/`` (swept when older than a day) and nothing anyone ca
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,7 +85,9 @@ class FileArtifactStore:
         stored_by: str,
         media_type: str = DEFAULT_MEDIA_TYPE,
         source_system: str | None = None,
+        durable: bool = True,
     ) -> Stored:
+        del durable  # these files are not flushed by the ledger's commit: always fsynced here
         intake = Intake(self.max_bytes)
         temp = self.partial / uuid.uuid4().hex
         try:
@@ -240,6 +243,9 @@ class FileArtifactStore:
             return facts(meta.size, meta.lines, cited.span, lambda: self._cut(meta, cited.span))
         except ArtifactNotFound:
             return None
+
+    def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> builtins.list[CitationFacts | None]:
+        return [self.resolve(tenant_id, one) for one in cited]
 
     def close(self) -> None:
         pass

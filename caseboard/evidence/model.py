@@ -9,7 +9,8 @@ CaseboardError
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import builtins
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -118,9 +119,13 @@ class ArtifactStore(Protocol):
         stored_by: str,
         media_type: str = DEFAULT_MEDIA_TYPE,
         source_system: str | None = None,
+        durable: bool = True,
     ) -> Stored:
         """Stream ``chunks`` in; ``ArtifactTooLarge`` as soon as they cross ``max_bytes``. Nothing is visible
-        until the whole artifact is stored."""
+        until the whole artifact is stored. ``durable=False``: the bytes are stored to be cited by a commit
+        that follows, whose durable commit makes them durable too, so the store need not wait for its own disk
+        flush (PostgreSQL: an asynchronous commit, docs/adr/0177); the store's answer is otherwise the same,
+        and a backend whose durability is not the ledger's (files) flushes anyway."""
         ...
 
     def meta(self, tenant_id: str, artifact_id: str) -> ArtifactMeta: ...
@@ -139,6 +144,13 @@ class ArtifactStore(Protocol):
         """Retention: forget the bytes, keep a tombstone of the metadata. False when there was nothing."""
         ...
 
-    def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None: ...
+    def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
+        """``resolve_all`` of one citation."""
+        ...
+
+    def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> builtins.list[CitationFacts | None]:
+        """The facts a commit decides on (ADR 0081), for each citation in order; None for an artifact the tenant
+        does not have (``CitationResolver``)."""
+        ...
 
     def close(self) -> None: ...

@@ -11,11 +11,14 @@ first query checks the artifact and brings the start of its range (docs/adr/0083
 
 from __future__ import annotations
 
+import builtins
+import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -80,6 +83,16 @@ class PostgresArtifactStore:
         self._piece_query = SQL("SELECT substring(data from %s for %s) FROM {} WHERE blob = %s AND seq = %s").format(
             self.blocks
         )
+        self._insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
+        self._insert_meta = SQL(
+            "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
+            " stored_by, stored_at, block_lines, line_step, step_lines)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s, %s, %s)"
+            " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
+            " media_type = excluded.media_type, source_system = excluded.source_system,"
+            " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
+            " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
+        ).format(t=self.artifacts)
         self._guard = threading.Lock()
         with self._connect() as conn:
             conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"caseboard.ddl/{schema}",))
@@ -137,24 +150,18 @@ class PostgresArtifactStore:
         stored_by: str,
         media_type: str = DEFAULT_MEDIA_TYPE,
         source_system: str | None = None,
+        durable: bool = True,
     ) -> Stored:
         intake = Intake(self.max_bytes)
         blob = uuid.uuid4()
-        insert_block = SQL("INSERT INTO {} (blob, seq, data) VALUES (%s, %s, %b)").format(self.blocks)
         with self._conn() as conn, conn.transaction() as tx, conn.cursor() as cursor:
             # one transaction: rolled back on any error, when the client goes away, or when the process dies
+            if not durable:  # flushed by the citing commit's own flush, which comes after it (ADR 0177)
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
             for seq, block in enumerate(intake.blocks(chunks)):
-                cursor.execute(insert_block, (blob, seq, block), prepare=True)
+                cursor.execute(self._insert_block, (blob, seq, block), prepare=True)
             row = cursor.execute(
-                SQL(
-                    "INSERT INTO {t} AS a (tenant_id, artifact_id, blob, media_type, size, lines, source_system,"
-                    " stored_by, stored_at, block_lines, line_step, step_lines)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s, %s, %s)"
-                    " ON CONFLICT (tenant_id, artifact_id) DO UPDATE SET blob = excluded.blob,"
-                    " media_type = excluded.media_type, source_system = excluded.source_system,"
-                    " stored_by = excluded.stored_by, stored_at = excluded.stored_at, removed_at = NULL"
-                    " WHERE a.removed_at IS NOT NULL RETURNING " + COLUMNS
-                ).format(t=self.artifacts),
+                self._insert_meta,
                 (
                     tenant_id,
                     intake.artifact_id,
@@ -168,9 +175,14 @@ class PostgresArtifactStore:
                     LINE_STEP,
                     intake.step_lines,
                 ),
+                prepare=True,
             ).fetchone()
-            if row is None:
-                raise psycopg.Rollback(tx)  # these bytes are stored already: keep the first upload's
+            if row is None:  # these bytes are stored already: keep the first upload's
+                if not durable:
+                    raise psycopg.Rollback(tx)
+                # they may have been stored without a flush of their own (ADR 0177): this transaction
+                # drops its blocks and commits, and its commit flushes the WAL up to and past theirs
+                cursor.execute(SQL("DELETE FROM {} WHERE blob = %s").format(self.blocks), (blob,))
         if row is None:
             return Stored(self.meta(tenant_id, intake.artifact_id), created=False)
         return Stored(_meta(row), created=True)
@@ -336,9 +348,52 @@ class PostgresArtifactStore:
         return True
 
     def resolve(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
+        return self.resolve_all(tenant_id, [cited])[0]
+
+    def resolve_all(self, tenant_id: str, cited: Sequence[Cited]) -> builtins.list[CitationFacts | None]:
+        """A byte range within one block, the common citation, is one run of the excerpt's query (which checks
+        the artifact and brings the range, ADR 0083); those of all the citations are sent together, in one
+        round trip (``executemany`` in a pipeline), and hashed here. A range of lines, or across blocks, is
+        resolved as an excerpt is read (the artifact's metadata, then its pieces)."""
+        found: builtins.list[CitationFacts | None] = [None] * len(cited)
+        single: builtins.list[int] = []
+        for index, one in enumerate(cited):
+            span = one.span
+            if span.unit == "bytes" and span.first // BLOCK == span.last // BLOCK:
+                if ARTIFACT_ID_RE.fullmatch(one.artifact) is not None:
+                    single.append(index)
+            else:
+                found[index] = self._resolve_read(tenant_id, one)
+        if not single:
+            return found
+        rows: builtins.list[Any] = []
+        with self._conn() as conn, conn.cursor(binary=True) as cursor:
+            cursor.executemany(
+                self._excerpt_query,
+                [
+                    (s.first % BLOCK + 1, s.last - s.first + 1, s.first // BLOCK, tenant_id, cited[i].artifact)
+                    for i, s in ((i, cited[i].span) for i in single)
+                ],
+                returning=True,
+            )
+            rows = [result.fetchone() for result in cursor.results()]
+        for index, row in zip(single, rows, strict=True):
+            if row is None or row[2] is not None:
+                continue  # no such artifact in the tenant, or removed under retention
+            size, lines, _, _, data = row
+            span = cited[index].span
+            if not span.inside(size, lines):
+                found[index] = CitationFacts(size, lines, 0, None)
+            else:
+                found[index] = CitationFacts(size, lines, len(data), hashlib.sha256(data).hexdigest())
+        return found
+
+    def _resolve_read(self, tenant_id: str, cited: Cited) -> CitationFacts | None:
         try:
             meta = self.meta(tenant_id, cited.artifact)
-            return facts(meta.size, meta.lines, cited.span, lambda: self._stream(tenant_id, cited.artifact, cited.span))
+            return facts(
+                meta.size, meta.lines, cited.span, partial(self._stream, tenant_id, cited.artifact, cited.span)
+            )
         except ArtifactNotFound:
             return None
 

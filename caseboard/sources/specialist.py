@@ -73,6 +73,7 @@ class SourceSpecialist:
                 stored_by=self.principal,
                 media_type=media_type,
                 source_system=self.config.system or self.name,
+                durable=False,  # the result that cites it is the durable commit (docs/adr/0177)
             )
             return stored.meta.artifact_id
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import textwrap
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from caseboard.domain.citations import Cited, Span
+from caseboard.domain.citations import MAX_EXCERPT_BYTES, Cited, Span
 from caseboard.evidence import ArtifactNotFound, ArtifactStore, ArtifactTooLarge, RangeOutside
 from caseboard.evidence.model import BLOCK
 
@@ -83,6 +84,43 @@ def test_a_removed_artifact_is_gone_but_its_tombstone_is_listed(store: ArtifactS
     assert gone.value.removed
     assert [m.removed_at is not None for m in store.list("tenant-a")] == [True]
     assert store.put("tenant-a", [LOG], stored_by="p").created  # stored again after retention
+
+
+def test_a_contributions_citations_resolve_together_exactly_as_each_alone(store: ArtifactStore) -> None:
+    lines = [b"line %d %s\n" % (n, b"y" * (n % 40)) for n in range(1, 90_001)]
+    body = b"".join(lines)
+    assert len(body) > 2 * BLOCK
+    aid = store.put("tenant-a", [body], stored_by="p").meta.artifact_id
+    small = store.put("tenant-a", [LOG], stored_by="p").meta.artifact_id
+    removed = store.put("tenant-a", [LOG + b"removed\n"], stored_by="p").meta.artifact_id
+    store.remove("tenant-a", removed)
+    theirs = store.put("tenant-b", [LOG + b"theirs\n"], stored_by="p").meta.artifact_id
+
+    def facts(data: bytes) -> tuple[int, str]:
+        return len(data), hashlib.sha256(data).hexdigest()
+
+    expected: list[tuple[Cited, tuple[int, str | None] | None]] = [
+        (Cited(small, Span("bytes", 0, 9)), facts(LOG[:10])),
+        (Cited(aid, Span("bytes", BLOCK - 5, BLOCK + 5)), facts(body[BLOCK - 5 : BLOCK + 6])),  # across blocks
+        (Cited(aid, Span("bytes", 10, 2 * BLOCK + 10)), (MAX_EXCERPT_BYTES + 1, None)),  # too long to cite
+        (Cited(aid, Span("lines", 40_000, 40_002)), facts(b"".join(lines[39_999:40_002]))),
+        (Cited(small, Span("bytes", 5, len(LOG))), (0, None)),  # past the end
+        (Cited(small, Span("lines", 61, 61)), (0, None)),
+        (Cited(small, Span("bytes", 0, 9)), facts(LOG[:10])),  # the same citation twice
+        (Cited("sha256:" + "0" * 64, Span("bytes", 0, 1)), None),  # missing
+        (Cited(removed, Span("bytes", 0, 1)), None),  # removed under retention
+        (Cited(theirs, Span("bytes", 0, 1)), None),  # another tenant's
+        (Cited(aid, Span("bytes", 2 * BLOCK, 2 * BLOCK + 99)), facts(body[2 * BLOCK : 2 * BLOCK + 100])),
+    ]
+    together = store.resolve_all("tenant-a", [cited for cited, _ in expected])
+    alone = [store.resolve("tenant-a", cited) for cited, _ in expected]
+    assert together == alone
+    for (cited, want), got in zip(expected, together, strict=True):
+        assert (None if got is None else (got.excerpt_length, got.excerpt_sha256)) == want, cited.ref
+        if got is not None:
+            size, count = (len(body), len(lines)) if cited.artifact == aid else (len(LOG), 60)
+            assert (got.size, got.lines) == (size, count)
+    assert store.resolve_all("tenant-a", []) == []
 
 
 MEMORY_PROBE = textwrap.dedent(
