@@ -28,6 +28,7 @@ from benchmarks.workload import log_to_devnull
 from caseboard.app import App, build_app
 from caseboard.coordinator import parse_contribution
 from caseboard.domain.outcome import Accepted
+from caseboard.heap import settle_startup
 from caseboard.settings import Settings
 from caseboard.sources.base import Answer, Deadline, Query
 from caseboard.sources.config import SourceConfig
@@ -147,6 +148,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
                 "metrics-query-specialist",
                 source.kinds,
             )
+            settle_startup()  # as ``caseboard specialist`` does once started (caseboard/heap.py)
             overhead: list[float] = []
             alone: list[float] = []
             for n in range(answers):

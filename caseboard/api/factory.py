@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from caseboard.api.server import create_app, settle_startup
+from caseboard.api.server import create_app
 from caseboard.app import build_app
+from caseboard.heap import settle_startup
 from caseboard.keys import open_key_store
 from caseboard.logs import configure_logging
 from caseboard.settings import Settings

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -43,15 +42,6 @@ author of every contribution (its principal, and the role it acts in: `X-Caseboa
 several) and the tenant whose workspaces it can see; a workspace of another tenant answers 404, exactly as
 a missing one. Every error body is `{"ok": false, "reason": <token>, "message": ..., "field": ...}`.
 """
-
-
-def settle_startup() -> None:
-    """For a server process about to serve (``caseboard serve``, each of its workers): what startup built (modules,
-    the app, its routes, the cached workspaces) is moved out of the collector's reach (``gc.freeze``), so a
-    full collection scans only what serving allocates. Unfrozen, a full collection of a server holding 500
-    event streams paused its event loop for 110-370 ms (``sse_1000_subscribers_p99_ms``)."""
-    gc.collect()
-    gc.freeze()
 
 
 def create_app(

@@ -16,6 +16,7 @@ from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError, ConfigurationError
+from caseboard.heap import settle_startup
 from caseboard.workers.host import DEFAULT_KINDS
 from caseboard.workers.live import (
     broker_for,
@@ -126,6 +127,7 @@ def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
             while dispatcher.pass_once():
                 pass
         else:
+            settle_startup()
             dispatcher.run(stop, wait)
     finally:
         close()
@@ -165,6 +167,7 @@ def consume_until_stopped(app: App, host: Any, worker: Any, broker: Any, store: 
         on_up=lambda: resume_consumers(worker),
     )
     stop = _stop_on_signals()
+    settle_startup()
     next_tick = time.monotonic() + tick_s
     try:
         while True:

@@ -92,7 +92,7 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
     from caseboard.api import create_app
     from caseboard.api.factory import TRUST_TIMESTAMPS
     from caseboard.api.http_protocol import GuardedHttpProtocol
-    from caseboard.api.server import settle_startup
+    from caseboard.heap import settle_startup
 
     settings = Settings.from_env()
     if not 0 < args.port < 65536:

@@ -1,5 +1,5 @@
 """A server process leaves what its startup built out of the garbage collector's reach before it serves
-(``caseboard.api.server.settle_startup``): a full collection of a server holding hundreds of event streams
+(``caseboard.heap.settle_startup``): a full collection of a server holding hundreds of event streams
 otherwise scanned every module, route and cached state, and paused its event loop for 110-370 ms
 (``sse_1000_subscribers_p99_ms`` in docs/benchmarks.md)."""
 
