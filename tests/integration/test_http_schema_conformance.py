@@ -5,8 +5,9 @@ but the allowances below, each a rule no JSON Schema can state, listed in docs/a
 own description (``caseboard/api/openapi_doc.py``).
 
 An allowance excuses one thing only: a schema-valid request refused with 422 for one of those rules, on the
-operations it names, every problem its message lists matching an allowance. Every other check (no 5xx, statuses, content
-types, response schemas and headers, refusing what the schema refuses, ``Allow``, authentication) holds as is.
+operations it names, every problem its message lists matching an allowance. Every other check (no 5xx,
+statuses, content types, response schemas and headers, refusing what the schema refuses, ``Allow``,
+authentication) holds as is.
 """
 
 from __future__ import annotations
