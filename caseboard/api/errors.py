@@ -27,6 +27,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from caseboard.api.models import Refusal as RefusalBody
 from caseboard.coordinator.parse import refusal_from
@@ -138,7 +139,11 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
             "message": f"no route for {where}: the routes are at /docs",
         }
     elif error.status_code == 405:
-        allowed = next((value for name, value in (headers or {}).items() if name.lower() == "allow"), "")
+        allowed = allowed_methods(request) or next(
+            (value for name, value in (headers or {}).items() if name.lower() == "allow"), ""
+        )
+        headers = {name: value for name, value in (headers or {}).items() if name.lower() != "allow"}
+        headers["Allow"] = allowed
         body = {
             "ok": False,
             "reason": Reason.METHOD_NOT_ALLOWED.value,
@@ -152,6 +157,22 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
     else:
         body = {"ok": False, "reason": Reason.UNAVAILABLE.value, "message": f"{where}: {error.detail}"}
     return JSONResponse(body, status_code=error.status_code, headers=headers)
+
+
+METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method the request's path is served with, for a 405's ``Allow``: Starlette names only those of the
+    first route whose path matched, and a path may have several (``GET`` and ``POST /workspaces``). Each
+    method is asked of the application's routes (``matches``), as the router would."""
+    routes = getattr(request.app, "routes", ())
+    served = [
+        method
+        for method in METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+    return ", ".join(served)
 
 
 INTERNAL_ERROR = JSONResponse(

@@ -47,11 +47,13 @@ from caseboard.api.errors import (
     too_large,
 )
 from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
+from caseboard.api.openapi_doc import complete
 from caseboard.api.routes_write import WORKSPACE_ID, commit_on_loop, respond, submit_contribution
 from caseboard.api.services import Services
 from caseboard.coordinator.parse import parse_json
 from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.domain.text import QUERY, RAW, control_in
+from caseboard.reducers import REDUCERS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -84,6 +86,12 @@ class CaseboardAPI(FastAPI):
         self.first = {}
         self.add_exception_handler(StarletteHTTPException, on_http_error)  # 404, 405, 413: the contract's shape
         self.add_exception_handler(Exception, on_internal_error)  # a bug: 500, in the same shape
+
+    def openapi(self) -> dict[str, Any]:
+        """FastAPI's document, completed once by ``openapi_doc.complete`` (docs/adr/0173)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = complete(super().openapi(), REDUCERS)
+        return self.openapi_schema
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and (refused := _control_characters(scope)) is not None:

@@ -67,7 +67,7 @@ def too_large(limit: int) -> JSONResponse:
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}},
         }
     },
 )
@@ -94,7 +94,14 @@ async def put_artifact(
         except StopAsyncIteration:
             return None
 
+    first = b""
+    while not first and (chunk := await next_chunk()) is not None:
+        first = chunk
+    if not first:  # the request body is required (its schema says so): nothing is stored
+        return refusal(422, Reason.INVALID.value, "the body is empty: an artifact holds at least one byte", "$")
+
     def chunks() -> Iterator[bytes]:
+        yield first
         while (chunk := anyio.from_thread.run(next_chunk)) is not None:
             yield chunk
 

@@ -8,6 +8,7 @@ listed. The console's list page (``/ui/``) reads the same function, ``listing``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import anyio
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from caseboard.api.auth import CallerDep, ServicesDep
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.services import Services
+from caseboard.domain.items import Status
 
 router = APIRouter(tags=["reading"])
 
@@ -76,7 +78,8 @@ class WorkspaceList(BaseModel):
 
 
 Statuses = Annotated[
-    list[str] | None, Query(max_length=16, description="only these statuses (repeat the parameter for several)")
+    list[Status] | None,
+    Query(max_length=16, description="only these statuses (repeat the parameter for several)"),
 ]
 NeedsPerson = Annotated[
     bool,
@@ -99,7 +102,7 @@ Limit = Annotated[int, Query(ge=1, le=200)]
 def listing(
     svc: Services,
     tenant_id: str,
-    status: list[str] | None,
+    status: Sequence[str] | None,
     needs_person: bool,
     q: str | None,
     before: int | None,

@@ -30,6 +30,7 @@ from fastapi.responses import StreamingResponse
 from caseboard.api.auth import CallerDep, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES
 from caseboard.api.event_hub import Event, end_event
+from caseboard.api.openapi_doc import COMMIT_EVENTS
 from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain.errors import LedgerUnavailable
@@ -43,15 +44,7 @@ KEEPALIVE_S = 15.0
     "/workspaces/{workspace_id}/events",
     response_class=StreamingResponse,
     summary="Commits as server-sent events",
-    responses={
-        200: {
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-            "description": "`commit` events (id = workspace version), then one `end` event (`reason`: "
-            "`timeout`, `revoked` once the key is revoked, `unavailable`, or `tampered`; `next_after`: where to "
-            "resume)",
-        },
-        **ERROR_RESPONSES,
-    },
+    responses={**COMMIT_EVENTS, **ERROR_RESPONSES},
 )
 async def events(
     workspace_id: WorkspaceId,

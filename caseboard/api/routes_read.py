@@ -29,7 +29,9 @@ from caseboard.replay.audit import guard_for
 
 router = APIRouter(tags=["reading"])
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
-Version = Annotated[int | None, Query(ge=1, description="a past version (default: the head)")]
+Version = Annotated[
+    int | None, Query(ge=1, description="a past version (default: the head); one past the head is 422 `invalid`")
+]
 
 
 def _show(svc: Services, workspace_id: str, version: int | None, reducer: str | None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from fastapi.security.utils import get_authorization_scheme_param
 from caseboard.api.auth import Caller, ServicesDep, workspace_key
 from caseboard.api.errors import ERROR_RESPONSES, ApiError
 from caseboard.api.event_hub import end_event
+from caseboard.api.openapi_doc import COMMIT_EVENTS, LIST_EVENTS
 from caseboard.api.routes_console import FRESH_S, Before, Limit, NeedsPerson, Statuses, Text, WorkspaceList, listing
 from caseboard.api.routes_events import KEEPALIVE_S, _follow, _key_active
 from caseboard.api.routes_write import WorkspaceId
@@ -154,7 +155,7 @@ async def index(
     responses={**SEE_OTHER, **HTML_401, 422: JSON_ERRORS[422]},
     summary="Check an API key and keep it in a cookie",
 )
-async def login(svc: ServicesDep, token: Annotated[str, Form(max_length=512)]) -> Response:
+async def login(svc: ServicesDep, token: Annotated[str, Form(min_length=1, max_length=512)]) -> Response:
     key = await anyio.to_thread.run_sync(_key, svc, token)
     if key is None:
         return _login("That API key is unknown or revoked.")
@@ -195,7 +196,10 @@ async def workspace_page(
     url = f"/ui/workspaces/{quote(workspace_id, safe='')}"
 
     def build() -> str:
-        report = model.build_from(ledger_record(svc.app.ledger, ledger_key), chosen, version)
+        try:
+            report = model.build_from(ledger_record(svc.app.ledger, ledger_key), chosen, version)
+        except VersionNotRecorded as error:  # past the head: 422 naming the field, as every read (ADR 0030)
+            raise ApiError("invalid", str(error).replace("--at-version", "version"), field="version") from None
         console = {
             **_console(who, "workspace", workspace_id),
             **_in_flight(report.projection, ledger_health(svc.app.ledger, ledger_key, report.version)),
@@ -358,7 +362,7 @@ async def diff_page(
             raise ApiError("invalid", f"from {first} is after to {to}: give the earlier version first", field="from")
         walked = history(record.commits, reducer, upto=to, keep={first, to}, source=f"ledger {workspace_id}")
         try:
-            check_versions(walked.head, from_=first, to=to)
+            check_versions(walked.head, to=to, from_=first)  # ``to`` first: ``from`` defaults to ``to`` - 1
         except VersionNotRecorded as error:
             raise ApiError("invalid", str(error).replace("--", ""), field="to") from None
         result = diff(walked.steps, walked.facets_at, first, to)
@@ -371,7 +375,7 @@ async def diff_page(
 @router.get(
     "/workspaces/{workspace_id}/events",
     response_class=StreamingResponse,
-    responses=JSON_ERRORS,
+    responses={**COMMIT_EVENTS, **JSON_ERRORS},
     summary="The workspace's commits as server-sent events, for its page (GET /workspaces/{id}/events, by cookie)",
 )
 async def workspace_events(
@@ -417,7 +421,7 @@ async def list_for_page(
 @router.get(
     "/api/workspaces/events",
     response_class=StreamingResponse,
-    responses=JSON_ERRORS,
+    responses={**LIST_EVENTS, **JSON_ERRORS},
     summary="The console's list as server-sent events: a `list` event (the page, as GET /workspaces) at once and "
     "whenever a workspace of the tenant moves",
 )

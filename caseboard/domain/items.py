@@ -194,20 +194,21 @@ CITATION_SCHEMA: dict[str, Any] = {
         },
         "lines": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 1},
+            "items": {"type": "integer", "minimum": 1, "maximum": 10**15},
             "minItems": 2,
             "maxItems": 2,
             "description": Citation.model_fields["lines"].description,
         },
         "bytes": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 0},
+            "items": {"type": "integer", "minimum": 0, "maximum": 10**15},
             "minItems": 2,
             "maxItems": 2,
             "description": Citation.model_fields["bytes"].description,
         },
     },
     "required": ["artifact"],
+    "oneOf": [{"required": ["lines"]}, {"required": ["bytes"]}],  # exactly one range (``_one_span``)
     "additionalProperties": False,
 }
 EvidenceRef = Annotated[
@@ -636,6 +637,15 @@ class Constraints(Frozen):
     """The new scope; absent keeps the current one."""
     runtime_limits: LimitsUpdate | None = None
     """The new limits; absent fields keep their value."""
+
+    model_config = ConfigDict(
+        json_schema_extra={  # what ``_changes_something`` checks, for a schema's reader (docs/adr/0173)
+            "anyOf": [
+                {"required": [name], "properties": {name: {"not": {"type": "null"}, "description": f"{name}, given"}}}
+                for name in ("goal", "scope", "runtime_limits")
+            ]
+        }
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> Constraints:
