@@ -165,8 +165,9 @@ METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 def allowed_methods(request: Request) -> str:
     """Every method the request's path is served with, for a 405's ``Allow``: Starlette names only those of the
     first route whose path matched, and a path may have several (``GET`` and ``POST /workspaces``). Each
-    method is asked of the application's routes (``matches``), as the router would."""
-    routes = getattr(request.app, "routes", ())
+    method is asked of the application's routes (``matches``), as the router would. A request answered before
+    the router (``/mcp``, ``mcp_server/http.py``) has no application in its scope: its refusal names its own."""
+    routes = getattr(request.scope.get("app"), "routes", ())
     served = [
         method
         for method in METHODS
