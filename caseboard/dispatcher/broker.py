@@ -90,10 +90,10 @@ def message_for(notification: Notification) -> dramatiq.Message[Any]:
     return message_from(notification.queue, notification.model_dump_json(exclude_none=True))
 
 
-def message_from(queue: str, body: str) -> dramatiq.Message[Any]:
-    return dramatiq.Message(
-        queue_name=queue, actor_name=actor_name(queue), args=(json.loads(body),), kwargs={}, options={}
-    )
+def message_from(queue: str, body: str | dict[str, Any]) -> dramatiq.Message[Any]:
+    """The message of one notification: ``body`` as JSON text (as stored) or already decoded."""
+    args = json.loads(body) if isinstance(body, str) else body
+    return dramatiq.Message(queue_name=queue, actor_name=actor_name(queue), args=(args,), kwargs={}, options={})
 
 
 def declare_consumer(
@@ -132,11 +132,8 @@ def hand_back(broker: dramatiq.Broker, queue: str, body: dict[str, Any]) -> None
     """Send ``body`` to ``queue`` again, after 50 ms doubling with each hand-back; the message taken is done with.
     A broker that does not take it leaves it to the dispatcher's re-drive, as it would be without hand-backs."""
     times = int(body.get("handed_back") or 0) + 1
-    message: dramatiq.Message[Any] = dramatiq.Message(
-        queue_name=queue, actor_name=actor_name(queue), args=({**body, "handed_back": times},), kwargs={}, options={}
-    )
     try:
-        enqueue(broker, message, delay_ms=50 * 2 ** (times - 1))
+        enqueue(broker, message_from(queue, {**body, "handed_back": times}), delay_ms=50 * 2 ** (times - 1))
     except BrokerUnavailable as error:
         log.warning("notification_hand_back_failed", queue=queue, notification_id=body.get("id"), error=str(error))
 
