@@ -21,6 +21,10 @@ from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import CaseboardError
 
 ACTOR_PREFIX = "caseboard_notify"
+HAND_BACK = False
+"""What a consumer's ``handle`` answers for a notification of a workspace it does not act for (another tenant's):
+the message goes back to its queue at once, for a consumer of that tenant (``hand_back``), rather than waiting
+for the dispatcher's re-drive. Any other answer (None) means the message is done with."""
 HAND_BACKS = 8
 """How often a notification goes back to its queue from consumers that do not act for its tenant (after 50 ms,
 doubling: about 13 s in all) before it is left to the dispatcher's re-drive (docs/adr/0157)."""
@@ -50,12 +54,6 @@ def enqueue(
             broker.enqueue(message, delay=delay_ms)
     except (redis.RedisError, dramatiq.errors.BrokerConnectionError) as error:
         raise BrokerUnavailable(f"the broker did not accept a message: {error}") from error
-
-
-class HandBack(Exception):  # an answer, not an error: it never leaves ``declare_consumer``
-    """A consumer's answer to a notification of a workspace it does not act for (another tenant's): the message
-    goes back to its queue at once, for a consumer of that tenant (``hand_back``), rather than waiting for the
-    dispatcher's re-drive."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ def message_from(queue: str, body: str | dict[str, Any]) -> dramatiq.Message[Any
 def declare_consumer(
     broker: dramatiq.Broker,
     queue: str,
-    handle: Callable[[dict[str, Any]], None],
+    handle: Callable[[dict[str, Any]], bool | None],
     *,
     max_retries: int = 5,
     priority: int = 0,
@@ -111,9 +109,7 @@ def declare_consumer(
         return
 
     def consume(body: dict[str, Any]) -> None:
-        try:
-            handle(body)
-        except HandBack:
+        if handle(body) is HAND_BACK:
             hand_back(broker, queue, body)
 
     consume.__name__ = actor_name(queue)

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from caseboard.coordinator.service import Coordinator
-from caseboard.dispatcher.broker import HAND_BACKS, HandBack
+from caseboard.dispatcher.broker import HAND_BACK, HAND_BACKS
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
@@ -113,7 +113,8 @@ class ConsumerHost:
                 tenant = self._tenants[key] = self._tenant_of(key)
         return tenant == self.tenant
 
-    def handle(self, body: dict[str, Any]) -> None:
+    def handle(self, body: dict[str, Any]) -> bool | None:
+        """``HAND_BACK`` for another tenant's notification (``dispatcher/broker.py``), else None once done."""
         notification = Notification.model_validate(body)
         consumer = notification.queue
         if not self.serves(notification.workspace_id):
@@ -122,9 +123,13 @@ class ConsumerHost:
             log.info(
                 "notification_other_tenant", consumer=consumer, notification_id=notification.id, tenant=self.tenant
             )
-            if (notification.handed_back or 0) < HAND_BACKS:
-                raise HandBack(notification.id)
-            return
+            return HAND_BACK if (notification.handed_back or 0) < HAND_BACKS else None
+        self._process(notification)
+        return None
+
+    def _process(self, notification: Notification) -> None:
+        """Begin, act on and finish a notification of this host's tenant (each once, duplicates absorbed)."""
+        consumer = notification.queue
         begun = self.store.begin(consumer, notification.id)
         if begun.duplicate:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)

@@ -198,6 +198,7 @@ LAYERS: dict[str, set[str]] = {
     "intake": {"domain", "tenant_config"},
     "handoff": {"dispatcher", "domain", "tenant_config"},
     "logs": set(),
+    "heap": set(),  # gc.freeze once a long-running process has started (caseboard/heap.py)
     "http_limits": set(),
     "schemas": {"domain", "projections", "handoff"},
     "projections": {"domain", "ledger", "reducers"},
@@ -223,14 +224,14 @@ LAYERS: dict[str, set[str]] = {
     },
     "api": {
         "app", "coordinator", "domain", "evidence", "http_limits", "keys", "logs", "projections", "reducers",
-        "replay", "settings", "mcp_server", "agent", "report", "knowledge", "intake",
+        "replay", "settings", "mcp_server", "agent", "report", "knowledge", "intake", "heap",
     },
     "mcp_server": {"api", "app", "coordinator", "dispatcher", "domain", "keys", "logs", "projections", "reducers",
                    "replay", "settings", "knowledge"},
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge", "handoff", "sources", "pilot",
+        "knowledge", "handoff", "sources", "pilot", "heap",
     },
     "sources": {"dispatcher", "domain", "evidence", "workers"},
     "pilot": {"app", "database_url", "domain", "handoff", "intake", "keys", "settings"},
