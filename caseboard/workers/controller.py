@@ -4,7 +4,7 @@
 1. a workspace that is not ``investigating`` gets nothing;
 2. a participant scheduled in the last cycle that has not contributed yet (and is within its turn timeout)
    is waited for;
-3. who is wanted: the planner when there is new evidence since the last cycle, a flagged proposal, or
+3. who is wanted: the planner when there is evidence it has not been scheduled since, a flagged proposal, or
    no cycle yet; the verifier when a claim awaits checking and a completed check no verification cites is
    new to it (completed, or a claim changed, after the view its last verification was made on: an
    ``inconclusive`` verification cites its check, so the same result does not want the verifier again; a
@@ -14,6 +14,8 @@
    specialists of the re-checks and rests it requests (``followups``: stale evidence under a live proposal
    gets a re-check of its source, an incomplete check a request for what it did not cover, at most
    ``REST_LIMIT`` rests of one check, as many as the pending-work limit leaves room for);
+   the planner waits one cycle while the verifier is wanted and was not in the last cycle: it weighs new
+   evidence against the claims as verified, whatever order the verdict and the evidence arrived in (ADR 0179);
 4. somebody wanted and cycles left: a ``cycle`` item naming them, after the work requests it schedules; no
    cycles left: ``budget_exhausted`` with a handoff naming what is unresolved, or ``evidence_incomplete``
    with the missing coverage when checks are incomplete;
@@ -57,6 +59,7 @@ SETTLED = ("confirmed", "refuted")
 CONFIRMED_BEFORE_CHALLENGE = "confirmed_before_challenge"
 """A confirmation a later material change challenged (rule 4 of docs/rules-of-evidence.md): a person decides."""
 VERIFIER = "verifier-1"
+PLANNER = "planner-1"
 POINT_LIMIT = 240
 """The characters of one point of a handoff, when the whole handoff would not fit in a status item."""
 MISSING = "missing coverage: "
@@ -91,6 +94,8 @@ class CycleMemory:
     """Per work request nobody holds, when and at which version it was last requested or taken back."""
     progress: tuple[datetime, int] | None = None
     """When, and at which version, someone other than the controller last committed (docs/adr/0159)."""
+    planned: int = 0
+    """The version of the last cycle that scheduled the planner: evidence recorded after it is new to the planner."""
 
     def fold(self, commit: Commit) -> None:
         if commit.author.role is not Role.CONTROLLER:
@@ -102,6 +107,8 @@ class CycleMemory:
                 self.announced.pop(item.request_id, None)
             if item.type == "cycle":
                 self.version, self.at, self.scheduled = commit.version, commit.at, item.scheduled
+                if PLANNER in item.scheduled:
+                    self.planned = commit.version
                 self.contributed, self.requested = set(), set()
             elif item.type in ("work_request", "work_reclaim"):
                 self.requested.add(item.request_id)
@@ -239,12 +246,13 @@ def decide_next(
     if waiting and memory.at is not None and (now - memory.at).total_seconds() < turn_timeout_s:
         return ControllerDecision("wait", f"cycle {view['cycles_used']}: waiting for {', '.join(waiting)}")
     wanted: list[str] = []
-    new_evidence = [o["id"] for o in view["observations"] if o["recorded_at_version"] > memory.version]
+    new_evidence = [o["id"] for o in view["observations"] if o["recorded_at_version"] > memory.planned]
     flagged = [p["id"] for p in view["proposals"] if p["status"] == "requires_revalidation"]
     flagged += [p for p in found.stale_proposals if p not in flagged]
-    if new_evidence or flagged or memory.version == 0:
-        wanted.append("planner-1")
-    if memory.new_to_verifier(view):
+    verify = bool(memory.new_to_verifier(view))
+    if (new_evidence or flagged or memory.version == 0) and not (verify and VERIFIER not in memory.scheduled):
+        wanted.append(PLANNER)
+    if verify:
         wanted.append(VERIFIER)
     for work in view["work"]:
         principal = specialist_principal(work["kind"])

@@ -178,3 +178,48 @@ def test_a_handoff_that_fits_is_whole_and_one_that_does_not_names_counts_and_the
     assert all(len(p) <= POINT_LIMIT for p in missing.removeprefix("Missing coverage (100): ").split("; "))
     assert missing.endswith(" more") and "check c-1 " in missing
     assert unresolved == " (3): " + "; ".join(points)
+
+
+def suspected(name: str) -> Board:
+    """A hypothesis its planner made at cycle 1, a completed check of it, and evidence recorded after the claim."""
+    board = Board(name)
+    board.open(max_investigation_cycles=20)
+    board.ok("specialist", [obs("o-alert", "auth failures alert fired at 14:05")])
+    board.ok("controller", [cycle(1)], "controller")
+    board.ok("planner", [hyp("h-cert", "the certificate change initiated the failures", supporting_evidence=["o-alert"])])
+    checked(board, "chk-cert", WHOLE)
+    return board
+
+
+def scheduled_next(board: Board) -> tuple[str, ...]:
+    decision, _ = decide(board)
+    assert decision.action == "cycle", decision
+    board.ok("controller", list(decision.items), "controller")
+    return decision.scheduled
+
+
+@pytest.mark.parametrize("evidence_first", [True, False])
+def test_the_planner_weighs_late_evidence_against_the_claim_as_verified_whichever_arrives_first(
+    evidence_first: bool,
+) -> None:
+    """The pilot's race (ADR 0179): evidence that a claim is wrong lands while the claim awaits its verdict. Were
+    the planner scheduled beside the verifier, it would weigh the evidence against the unverified claim and be
+    asked nothing once the verdict confirmed it; it waits one cycle for the verdict instead."""
+    board = suspected(f"late-evidence-{evidence_first}")
+    early = obs("o-early", "auth failures on payments-api-2 began at 13:58, before the change")
+    if evidence_first:
+        board.ok("specialist", [early], principal="metrics-specialist")
+    assert scheduled_next(board) == ("verifier-1",)  # the planner waits for the verdict
+    if not evidence_first:
+        board.ok("specialist", [early], principal="metrics-specialist")
+    board.ok("verifier", [verification("h-cert", "chk-cert", "confirmed")])
+    assert board.hypothesis_status("h-cert") == "confirmed"
+    assert scheduled_next(board) == ("planner-1",)  # the early failures are new to it, the claim now confirmed
+
+
+def test_a_verifier_wanted_again_does_not_keep_the_planner_waiting() -> None:
+    board = suspected("verifier-again")
+    board.ok("specialist", [obs("o-early", "auth failures began at 13:58")], principal="metrics-specialist")
+    assert scheduled_next(board) == ("verifier-1",)
+    board.ok("verifier", [judgment("inv-1", board.head)])  # its turn verified nothing
+    assert scheduled_next(board) == ("planner-1", "verifier-1")
