@@ -186,7 +186,8 @@ def suspected(name: str) -> Board:
     board.open(max_investigation_cycles=20)
     board.ok("specialist", [obs("o-alert", "auth failures alert fired at 14:05")])
     board.ok("controller", [cycle(1)], "controller")
-    board.ok("planner", [hyp("h-cert", "the certificate change initiated the failures", supporting_evidence=["o-alert"])])
+    claim = hyp("h-cert", "the certificate change initiated the failures", supporting_evidence=["o-alert"])
+    board.ok("planner", [claim])
     checked(board, "chk-cert", WHOLE)
     return board
 
