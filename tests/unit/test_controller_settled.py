@@ -186,8 +186,8 @@ def suspected(name: str) -> Board:
     board.open(max_investigation_cycles=20)
     board.ok("specialist", [obs("o-alert", "auth failures alert fired at 14:05")])
     board.ok("controller", [cycle(1)], "controller")
-    claim = hyp("h-cert", "the certificate change initiated the failures", supporting_evidence=["o-alert"])
-    board.ok("planner", [claim])
+    suspicion = hyp("h-cert", "the certificate change initiated the failures", supporting_evidence=["o-alert"])
+    board.ok("planner", [suspicion])
     checked(board, "chk-cert", WHOLE)
     return board
 
