@@ -115,7 +115,11 @@ class Room:
         obs = self.state.observations.get(item_id)
         if obs is None:
             return True
-        return not obs.derived_from and not self.shares(self.reducer.copy_group(self.state, item_id), item_id)
+        if obs.derived_from:
+            return False
+        return not self.reducer.has_copies(self.state) or not self.shares(
+            self.reducer.copy_group(self.state, item_id), item_id
+        )
 
     def shares(self, group: tuple[str, ...], item_id: str) -> bool:
         """Whether a copy of the same excerpt as ``item_id`` (another of ``group``) is selected: then it takes
@@ -170,6 +174,7 @@ def _ranks(state: WorkspaceState, room: Room) -> list[Rank]:
                 if supported is not None:
                     rests_on.update(supported.supporting)
     observations = state.observations
+    copies = room.reducer.has_copies(state)
     plain = []
     groups: dict[str, list[str]] = {}  # a group of copies, by its source: its selected members
     for ref in room.reducer.selected_now(state):
@@ -179,11 +184,14 @@ def _ranks(state: WorkspaceState, room: Room) -> list[Rank]:
         if obs.derived_from:
             references.update(obs.derived_from)
             continue
-        group = room.reducer.copy_group(state, ref)
-        if len(group) > 1:
-            groups.setdefault(group[0], []).append(ref)
+        if copies:
+            group = room.reducer.copy_group(state, ref)
+            if len(group) > 1:
+                groups.setdefault(group[0], []).append(ref)
         if ref not in protected:
             plain.append(obs)
+    if not references and not rests_on and not groups:  # the common case: all of rank 0, by version
+        return [(0, 0, obs.version, obs.id, (obs.id,)) for obs in plain]
     ranks: list[Rank] = []
     grouped: dict[str, list[Rank]] = {}
     for obs in plain:

@@ -84,8 +84,14 @@ class Commit(Frozen):
 
     @classmethod
     def new_sealed(cls, **fields: Any) -> Commit:
-        """``Commit(**fields).sealed()`` without the copy: the commit is sealed before anyone else holds it."""
-        return cls(**fields)._seal()
+        """``Commit(**fields).sealed()`` without the copy: the commit is sealed before anyone else holds it, so
+        its hash is set in place (``fields`` name no hash)."""
+        commit = cls(**fields)
+        body = commit.model_dump_json(exclude_none=True).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        commit.__dict__["hash"] = digest  # the one write past ``frozen``: before the commit is anyone's
+        commit._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        return commit
 
     def _seal(self) -> Commit:
         """This commit (its hash None) with its hash, and the bytes it is stored as kept with it."""

@@ -152,6 +152,11 @@ class Reducer(Generic[S]):
         find: Any = getattr(state, "copied_from", None)
         return find(excerpt) if find is not None else None
 
+    def has_copies(self, state: S) -> bool:
+        """Whether any observation of ``state`` is a copy of another (``copy_group``): when none is, every
+        group is the observation alone. False for a released state."""
+        return bool(getattr(state, "copy_of", None))
+
     def copy_group(self, state: S, ref: str) -> tuple[str, ...]:
         """The observations that are one source with ``ref`` (its source first, then its copies): they count
         once toward ``max_selected_items``. ``(ref,)`` for a released state."""

@@ -340,7 +340,7 @@ def _fenced_facts(state: WorkspaceStateV4, commit: Commit, item: it.Item, decisi
                     state.fenced_claims[rec.principal] = rec
         case it.WorkResult() if item.observation is not None:
             state.check_results[item.request_id] = item.observation.id
-        case it.Observation():
+        case it.Observation() if state.fenced_claims:
             claims = state.fenced_claims.get(principal_key(author))
             for request_id in claims.requests if claims is not None else ():
                 work = state.work[request_id]
