@@ -78,7 +78,13 @@ class WorkspaceStateV3(WorkspaceState):
     def selected_now(self) -> list[str]:
         """What is selected now, in no particular order: as many ids as the limit allows (``selected`` keeps
         every id ever selected, deselected ones as False)."""
-        return [ref for ref, on in self.active.items() if on]
+        active = self.active
+        layers = getattr(active, "maps", None)
+        if layers is not None:  # a fork (a ChainMap): its layers merged by dict.update, not looked up key by key
+            active = {}
+            for layer in reversed(layers):
+                active.update(layer)
+        return [ref for ref, on in active.items() if on]
 
 
 def slot(principal: str, key: str) -> str:
