@@ -180,7 +180,7 @@ class NativeRecorder(Protocol):
 
     after_append: Callable[[], None] | None
 
-    def insert_commit(self, row: tuple[str, int, str, bytes]) -> int: ...
+    def insert_commit(self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None) -> int: ...
     async def insert_commit_on_loop(self, row: tuple[str, int, str, bytes]) -> int: ...
     def select_outbox(self, after: Position, limit: int) -> list[tuple[int, int, StoredEvent]]: ...
     def count_outbox_after(self, after: Position) -> int: ...
@@ -190,7 +190,7 @@ class NativeRecorder(Protocol):
 
 
 class Ledger(Protocol):
-    def append(self, commit: Commit) -> None: ...
+    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
     @property
     def appends_on_loop(self) -> bool: ...
     async def append_on_loop(self, commit: Commit) -> None: ...
@@ -305,11 +305,13 @@ class EventsourcingLedger:
                 return
             after = rows[-1][0]
 
-    def append(self, commit: Commit) -> None:
-        """Append one commit, or raise ``VersionTaken`` when its version is taken."""
+    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
+        """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile`` (which must not
+        raise) is called while the commit is in flight, when the ledger can and this thread writes it (PostgreSQL;
+        ADR 0180); otherwise never: the caller tells by what it did."""
         try:
             if self._native is not None:
-                self._native.insert_commit(commit_row(commit))
+                self._native.insert_commit(commit_row(commit), meanwhile)
                 return
             self.events.insert_events([encode_commit(commit)])
         except PersistenceError as error:  # IntegrityError included

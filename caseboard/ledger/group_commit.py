@@ -7,7 +7,8 @@ leadership to the oldest of them, who writes the whole queue (up to ``max_batch`
 A lone writer never waits for anyone; a busy process writes batches about as large as its concurrency.
 
 Each row succeeds or fails on its own: ``flush`` answers, per row, its notification id or ``None`` when its
-(workspace, version) was taken, and each caller gets its own answer. An error of the flush itself (the
+(workspace, version) was taken, and each caller gets its own answer. A caller may give ``meanwhile``: when it
+writes the batch itself, ``flush`` calls it while the batch is in flight (ADR 0180). An error of the flush itself (the
 database went away) is raised to every caller of that batch: none of its rows was committed.
 
 """
@@ -19,15 +20,19 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 Row = TypeVar("Row")
-Flush = Callable[[Sequence[Row]], Sequence[int | None]]
-"""Writes a batch in one transaction: per row, its notification id or None when its key was taken."""
+Meanwhile = Callable[[], None]
+"""Work of the writer's own, done while its batch is in flight: it must not raise."""
+Flush = Callable[[Sequence[Row], Meanwhile | None], Sequence[int | None]]
+"""Writes a batch in one transaction, calling ``meanwhile`` (if any) once the batch is sent and before its
+answer is read: per row, its notification id or None when its key was taken."""
 
 
 class _Pending(Generic[Row]):
-    __slots__ = ("done", "error", "lead", "result", "row")
+    __slots__ = ("done", "error", "lead", "meanwhile", "result", "row")
 
-    def __init__(self, row: Row) -> None:
+    def __init__(self, row: Row, meanwhile: Meanwhile | None) -> None:
         self.row = row
+        self.meanwhile = meanwhile
         self.done: threading.Event | None = None  # made only for a caller that has to wait
         self.lead = False
         self.result: int | None = None
@@ -44,9 +49,10 @@ class GroupCommit(Generic[Row]):
         self.batches = 0
         self.rows = 0
 
-    def append(self, row: Row) -> int | None:
-        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken."""
-        pending = _Pending(row)
+    def append(self, row: Row, meanwhile: Meanwhile | None = None) -> int | None:
+        """Write ``row`` (alone or with others): its notification id, or ``None`` when its key was taken.
+        ``meanwhile`` is called while the batch is in flight when this caller writes it, else never."""
+        pending = _Pending(row, meanwhile)
         with self._lock:
             self._queue.append(pending)
             leads = not self._writing
@@ -58,16 +64,16 @@ class GroupCommit(Generic[Row]):
             done.wait()
             if not pending.lead:
                 return self._answer(pending)
-        self._write()
+        self._write(pending)
         return self._answer(pending)
 
-    def _write(self) -> None:
-        """As the leader: write one batch (which holds the leader's own row), then pass the lead on."""
+    def _write(self, own: _Pending[Row]) -> None:
+        """As the leader: write one batch (which holds the leader's own row, ``own``), then pass the lead on."""
         with self._lock:
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
         try:
-            results = self._flush([p.row for p in batch])
+            results = self._flush([p.row for p in batch], own.meanwhile)
             if len(results) != len(batch):
                 raise RuntimeError(f"group commit: {len(results)} results for {len(batch)} rows")
             for pending, result in zip(batch, results, strict=True):

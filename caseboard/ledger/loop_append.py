@@ -39,7 +39,7 @@ class _Waiting(_Pending[Row]):
     __slots__ = ("future",)
 
     def __init__(self, row: Row, future: asyncio.Future[int | None]) -> None:
-        super().__init__(row)
+        super().__init__(row, None)
         self.future = future
 
 

@@ -36,7 +36,7 @@ from psycopg.sql import SQL, Identifier
 from caseboard.domain.errors import LedgerUnavailable
 from caseboard.ledger import libpq
 from caseboard.ledger.connections import GuardedDatastore, connection_failed, ended_by_server
-from caseboard.ledger.group_commit import GroupCommit
+from caseboard.ledger.group_commit import GroupCommit, Meanwhile
 from caseboard.ledger.loop_append import LoopAppender
 from caseboard.ledger.pg_append import AppendStatements, Row, answers, prepare
 
@@ -158,11 +158,12 @@ class LedgerRecorder(PostgresApplicationRecorder):
         self._appended()
         return notification_ids
 
-    def insert_commit(self, row: _Row) -> int:
+    def insert_commit(self, row: _Row, meanwhile: Meanwhile | None = None) -> int:
         """One commit (workspace id, version, topic, stored JSON), in a group commit with whatever else this
-        process appends at the moment: its notification id (``group_commit.py``)."""
+        process appends at the moment: its notification id (``group_commit.py``). ``meanwhile`` is called
+        while the commit is in flight when this thread writes it (ADR 0180)."""
         try:
-            notification_id = _landed(row, self.group.append(row))
+            notification_id = _landed(row, self.group.append(row, meanwhile))
         except psycopg.Error as error:
             raise PersistenceError(str(error)) from error
         self._appended()
@@ -172,8 +173,9 @@ class LedgerRecorder(PostgresApplicationRecorder):
         if self.after_append is not None:
             self.after_append()
 
-    def _flush(self, rows: Sequence[_Row]) -> list[int | None]:
-        """One group-commit batch in one statement, one transaction, one WAL flush (``pg_append.py``).
+    def _flush(self, rows: Sequence[_Row], meanwhile: Meanwhile | None = None) -> list[int | None]:
+        """One group-commit batch in one statement, one transaction, one WAL flush (``pg_append.py``);
+        ``meanwhile`` runs once it is sent, while the server writes it.
 
         Only the group's leader writes, one batch at a time, so it keeps one connection and one cursor of
         its own: no pool checkout, no cursor and no row dict built per commit."""
@@ -182,7 +184,12 @@ class LedgerRecorder(PostgresApplicationRecorder):
             pgconn = cursor.connection.pgconn
             self.statements.send(pgconn, rows)
             libpq.send(pgconn)
-            return answers(rows, libpq.receive(pgconn))
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+            finally:  # the answer is read whatever happened meanwhile: the connection stays in step
+                result = libpq.receive(pgconn)
+            return answers(rows, result)
         except psycopg.Error as error:
             if connection_failed(error):
                 self._release_thread_writer(error)  # the connection is gone: the next batch takes a fresh one

@@ -68,17 +68,22 @@ class Unit:
         error raised."""
         workspaces = self.workspaces
         self.saves += 1
+        ahead = Ahead(workspaces, commit) if workspaces.uncontended(self.workspace_id) else None
         try:
-            workspaces.ledger.append(commit)
+            workspaces.ledger.append(commit, ahead)
         except VersionTaken:
-            workspaces.lost_race(self.workspace_id)
+            if ahead is not None and ahead.folded:
+                workspaces.forget(self.workspace_id)  # it holds a commit that did not land: loaded afresh
+                workspaces.note_lost(self.workspace_id)
+            else:
+                workspaces.lost_race(self.workspace_id)
             if self.saves > 3:  # a crowd of writers of other processes: spread them out a little
                 time.sleep(random.uniform(0, 0.002 * min(self.saves, 10)))
             return False
         except BaseException:
             workspaces.forget(self.workspace_id)
             raise
-        workspaces.landed(commit)
+        workspaces.landed(commit, folded=ahead is not None and ahead.folded)
         return True
 
     async def save_on_loop(self, commit: Commit) -> bool:
@@ -95,6 +100,37 @@ class Unit:
             raise
         self.workspaces.landed(commit)
         return True
+
+
+class Ahead:
+    """A commit folded into its workspace's cached state while its INSERT is in flight (``Ledger.append``'s
+    ``meanwhile``; docs/adr/0180): the fold is off the commit's path, taking the round trip's time. Only the
+    workspace's writer, holding its lock, sees the state meanwhile; when the append fails the writer drops the
+    state (``Unit.save``), so nothing reads a commit that did not land. A fold that fails drops it too, and the
+    commit is folded after landing, as without this."""
+
+    __slots__ = ("commit", "folded", "workspaces")
+
+    def __init__(self, workspaces: Workspaces, commit: Commit) -> None:
+        self.workspaces = workspaces
+        self.commit = commit
+        self.folded = False
+
+    def __call__(self) -> None:
+        commit = self.commit
+        state = self.workspaces.cached(commit.key)
+        if commit.version == 1 or state is None or state.version != commit.version - 1:
+            return  # an opening (read without the lock: ``cached_key``), or not cached: folded after landing
+        self.workspaces.in_flight[commit.key] = commit.version
+        try:
+            self.workspaces.reducer.evolve(state, commit)
+        except Exception as error:  # the append is in flight: the state is dropped, not the commit
+            self.workspaces.forget(commit.key)
+            log.warning(
+                "fold_ahead_failed", workspace_id=commit.key, workspace_version=commit.version, error=str(error)
+            )
+            return
+        self.folded = True
 
 
 class Workspaces:
@@ -114,6 +150,8 @@ class Workspaces:
         self._snapshotted: dict[str, int] = {}
         self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
         self._locks: dict[str, threading.Lock] = {}
+        self.in_flight: dict[str, int] = {}
+        """Per workspace, the version folded into its cached state while its append is in flight (``Ahead``)."""
         self._imported: dict[str, int | None] = {}
         self._turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._guard = threading.Lock()
@@ -289,8 +327,13 @@ class Workspaces:
         return state
 
     def cached_heads(self) -> list[tuple[str, int]]:
-        """The key and version of each cached state, most recently used last (what a chain recheck verifies)."""
-        return [(key, state.version) for key, state in tuple(self._states.items())]
+        """The key and version of each cached state, most recently used last (what a chain recheck verifies):
+        the version before a commit still in flight (``Ahead``), which the ledger may not hold yet."""
+        heads = []
+        for key, state in tuple(self._states.items()):
+            version = state.version
+            heads.append((key, version - 1 if self.in_flight.get(key) == version else version))
+        return heads
 
     def snapshot_due(self, workspace_id: str, version: int) -> bool:
         """Whether ``committed`` writes a snapshot after the commit of ``version``."""
@@ -320,16 +363,18 @@ class Workspaces:
         self.note_lost(workspace_id)
         self.catch_up(workspace_id)
 
-    def landed(self, commit: Commit) -> None:
-        """A commit of this process has landed (the caller holds the lock): fold it into the cached state, and
-        write a snapshot when one is due."""
+    def landed(self, commit: Commit, *, folded: bool = False) -> None:
+        """A commit of this process has landed (the caller holds the lock): fold it into the cached state unless
+        it was ``folded`` while in flight (``Ahead``), and write a snapshot when one is due."""
         key = commit.key
         if commit.version == 1 and self._located.get(commit.workspace_id, key) != key:
             self._located.pop(commit.workspace_id, None)  # a second tenant opened that id: ambiguous from now on
+        self.in_flight.pop(key, None)
         state = self.current(key)
-        if state.version >= commit.version:
-            return  # evicted and reloaded meanwhile, with the commit in it: the snapshot is left for later
-        self.reducer.evolve(state, commit)
+        if not folded:
+            if state.version >= commit.version:
+                return  # evicted and reloaded meanwhile, with the commit in it: the snapshot is left for later
+            self.reducer.evolve(state, commit)
         if self.snapshot_due(key, commit.version):
             self._snapshotted[key] = commit.version
             try:
@@ -345,6 +390,7 @@ class Workspaces:
 
     def forget(self, workspace_id: str) -> None:
         self._states.pop(workspace_id, None)
+        self.in_flight.pop(workspace_id, None)
 
     def state_at(self, workspace_id: str, version: int | None = None, reducer: str | None = None) -> WorkspaceState:
         """The state at ``version`` (the head when None), folded by the named reducer."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from caseboard.ledger.group_commit import GroupCommit
+from caseboard.ledger.group_commit import GroupCommit, Meanwhile
 
 
 class Store:
@@ -22,8 +22,10 @@ class Store:
         self.batches: list[list[str]] = []
         self.events: list[str] = []
 
-    def flush(self, rows: Sequence[str]) -> list[int | None]:
+    def flush(self, rows: Sequence[str], meanwhile: Meanwhile | None = None) -> list[int | None]:
         self.events.append(f"sent {','.join(rows)}")
+        if meanwhile is not None:
+            meanwhile()
         time.sleep(self.delay_s)
         self.batches.append(list(rows))
         if self.fail_when in rows:
@@ -109,6 +111,28 @@ def test_batches_are_capped() -> None:
 
 
 def test_a_flush_that_answers_the_wrong_number_of_rows_fails_loudly() -> None:
-    group: GroupCommit[str] = GroupCommit(lambda rows: [])
+    group: GroupCommit[str] = GroupCommit(lambda rows, meanwhile: [])
     with pytest.raises(RuntimeError, match="0 results for 1 rows"):
         group.append("a")
+
+
+def test_a_writer_that_writes_its_batch_works_meanwhile_and_one_that_waits_does_not() -> None:
+    """ADR 0180: ``meanwhile`` runs once the batch holding the caller's row is sent, before its answer; a caller
+    whose row another writes gets no call (it folds after, as before)."""
+    store = Store(delay_s=0.05)
+    group = GroupCommit(store.flush)
+    called: list[str] = []
+    first = threading.Thread(target=group.append, args=("lead", lambda: called.append("lead")))
+    first.start()
+    while not store.events:
+        time.sleep(0.001)
+    second = threading.Thread(target=group.append, args=("queued", lambda: called.append("queued")))
+    third = threading.Thread(target=group.append, args=("queued-too", lambda: called.append("queued-too")))
+    second.start()
+    time.sleep(0.01)
+    third.start()
+    for thread in (first, second, third):
+        thread.join(timeout=10)
+    assert store.batches == [["lead"], ["queued", "queued-too"]]
+    assert called == ["lead", "queued"]  # the second batch's writer is "queued"; "queued-too" was written for it
+    assert store.events == ["sent lead", "sent queued,queued-too"]
