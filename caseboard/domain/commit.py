@@ -84,22 +84,18 @@ class Commit(Frozen):
 
     @classmethod
     def new_sealed(cls, **fields: Any) -> Commit:
-        """``Commit(**fields).sealed()`` without the copy: the commit is sealed before anyone else holds it, so
-        its hash is set in place (``fields`` name no hash)."""
-        commit = cls(**fields)
-        body = commit.model_dump_json(exclude_none=True).encode()
-        digest = hashlib.sha256(body).hexdigest()
-        commit.__dict__["hash"] = digest  # the one write past ``frozen``: before the commit is anyone's
-        commit._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
-        return commit
+        """``Commit(**fields).sealed()`` without the copy: the commit is sealed before anyone else holds it
+        (``fields`` name no hash)."""
+        return cls(**fields)._seal()
 
     def _seal(self) -> Commit:
-        """This commit (its hash None) with its hash, and the bytes it is stored as kept with it."""
+        """This commit, which nobody else holds yet and whose hash is None, given its hash in place and the bytes
+        it is stored as."""
         body = self.model_dump_json(exclude_none=True).encode()  # without the hash, which is None until now
         digest = hashlib.sha256(body).hexdigest()
-        sealed = super().model_copy(update={"hash": digest})
-        sealed._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
-        return sealed
+        self.__dict__["hash"] = digest  # the one write past ``frozen``: before the commit is anyone's
+        self._stored = body[:-1] + b',"hash":"' + digest.encode() + b'"}'
+        return self
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Commit:
         copy = super().model_copy(update=update, deep=deep)

@@ -43,6 +43,7 @@ from caseboard.domain.commit import COMMIT_TOPIC, Commit, recorded_hash, seal, s
 from caseboard.domain.errors import CaseboardError, LedgerUnavailable
 from caseboard.domain.items import WORKSPACE_ID_PATTERN
 from caseboard.domain.workspace_key import bare
+from caseboard.ledger.group_commit import Meanwhile
 from caseboard.ledger.imports import ImportMarks, MemoryMarks
 from caseboard.ledger.upcast import upcast_commit
 
@@ -180,7 +181,7 @@ class NativeRecorder(Protocol):
 
     after_append: Callable[[], None] | None
 
-    def insert_commit(self, row: tuple[str, int, str, bytes], meanwhile: Callable[[], None] | None = None) -> int: ...
+    def insert_commit(self, row: tuple[str, int, str, bytes], meanwhile: Meanwhile | None = None) -> int: ...
     async def insert_commit_on_loop(self, row: tuple[str, int, str, bytes]) -> int: ...
     def select_outbox(self, after: Position, limit: int) -> list[tuple[int, int, StoredEvent]]: ...
     def count_outbox_after(self, after: Position) -> int: ...
@@ -190,7 +191,7 @@ class NativeRecorder(Protocol):
 
 
 class Ledger(Protocol):
-    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None: ...
+    def append(self, commit: Commit, meanwhile: Meanwhile | None = None) -> None: ...
     @property
     def appends_on_loop(self) -> bool: ...
     async def append_on_loop(self, commit: Commit) -> None: ...
@@ -305,7 +306,7 @@ class EventsourcingLedger:
                 return
             after = rows[-1][0]
 
-    def append(self, commit: Commit, meanwhile: Callable[[], None] | None = None) -> None:
+    def append(self, commit: Commit, meanwhile: Meanwhile | None = None) -> None:
         """Append one commit, or raise ``VersionTaken`` when its version is taken. ``meanwhile`` (which must not
         raise) is called while the commit is in flight, when the ledger can and this thread writes it (PostgreSQL;
         ADR 0180); otherwise never: the caller tells by what it did."""
