@@ -11,7 +11,7 @@
   same for 8 raw writers, for context.
 - ``commit_cost_10000_vs_100``: median latency of a commit on a workspace whose ledger is ~10,000 commits
   long over one ~100 commits long, the two measured alternately. ``commit_cost_10000_vs_100_mean`` is the
-  ratio of means over a window one snapshot period wide, so the amortized snapshot cost shows.
+  ratio of means over a window two snapshot periods wide, so the amortized snapshot cost shows.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from benchmarks.writers import run_writers
 from caseboard.coordinator import Coordinator
 from caseboard.domain.contribution import Contribution
 from caseboard.ledger import open_ledger
+from caseboard.projections.workspaces import SNAPSHOT_SPACING
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,12 @@ class Sizes:
     per_writer: int  # commits per writer per round
     short: int  # the short ledger's typical length
     long: int  # the long ledger's length
-    window: int  # commits measured around the long length (one snapshot period: long // 8)
+    window: int  # commits measured around the long length (two snapshot periods: 2 * (long // SNAPSHOT_SPACING))
 
 
-FULL = Sizes(single=2000, chunk=100, writers=8, per_writer=300, short=100, long=10_000, window=1250)
+FULL = Sizes(
+    single=2000, chunk=100, writers=8, per_writer=300, short=100, long=10_000, window=2 * (10_000 // SNAPSHOT_SPACING)
+)
 QUICK = Sizes(single=20, chunk=10, writers=8, per_writer=5, short=10, long=120, window=20)
 
 

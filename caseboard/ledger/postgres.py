@@ -126,10 +126,11 @@ class LedgerRecorder(PostgresApplicationRecorder):
 
     def select_rows(self, workspace_id: str, after: int, upto: int | None, limit: int) -> list[tuple[int, str, bytes]]:
         """A workspace's rows (version, topic, stored bytes) after ``after``, selected directly: none of the
-        generic recorder's per-row objects."""
+        generic recorder's per-row objects, and in binary (a ``bytea`` as text is hex, twice its size, parsed
+        back on arrival)."""
         last = upto if upto is not None else 2**62
         try:
-            with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row, binary=True) as cursor:
                 rows = cursor.execute(self.rows_statement, (workspace_id, after, last, limit)).fetchall()
         except (psycopg.Error, PersistenceError) as error:  # the pool's connect failure arrives wrapped
             raise LedgerUnavailable(f"the ledger could not be read: {error}") from error
@@ -267,19 +268,41 @@ class LedgerRecorder(PostgresApplicationRecorder):
         return ids
 
 
+LZ4 = SQL("SET LOCAL default_toast_compression = 'lz4'")
+"""A snapshot's bytes compressed by lz4 rather than PostgreSQL's default pglz: a 3.4 MB snapshot is written in
+a quarter of the time and read back sooner, for about a sixth more space (docs/adr/0181)."""
+
+
 class SnapshotRecorder(PostgresAggregateRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "snapshots") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         self.insert_statement = SQL(
             "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
         ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name))
+        self.lz4 = True  # until the server refuses it
+        self.latest_statement = SQL(
+            "SELECT originator_version, state FROM {schema}.{table} WHERE originator_id = %s "
+            "AND originator_version <= %s ORDER BY originator_version DESC LIMIT 1"
+        ).format(schema=Identifier(datastore.schema), table=Identifier(events_table_name))
+
+    def select_latest(self, originator_id: str, upto: int) -> tuple[int, bytes] | None:
+        """The latest snapshot (version, stored bytes) at or before ``upto``, read in binary: a snapshot of a long
+        workspace is megabytes, which as text would arrive as hex twice that size, to be parsed back."""
+        try:
+            with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+                row = cursor.execute(self.latest_statement, (originator_id, upto)).fetchone()
+        except (psycopg.Error, PersistenceError) as error:
+            raise LedgerUnavailable(f"the snapshot store could not be read: {error}") from error
+        return None if row is None else (int(row[0]), bytes(row[1]))
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        if len(stored_events) != 1:
-            inserted: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
-            return inserted
-        event = stored_events[0]
-        with self.datastore.get_connection() as conn:
-            row = (event.originator_id, event.originator_version, event.topic, event.state)
-            conn.execute(self.insert_statement, row)
+        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            if self.lz4:
+                try:
+                    with conn.transaction():  # a savepoint: a server without lz4 refuses the setting alone
+                        cursor.execute(LZ4)
+                except psycopg.Error:
+                    self.lz4 = False
+            cursor.executemany(self.insert_statement, rows)
         return None

@@ -2,8 +2,9 @@
 
 The current state of each workspace a process touches is cached and folded forward commit by commit, so the
 cost of a commit does not grow with the ledger. Snapshots are written at geometrically spaced versions
-(every ``max(snapshot_min, version // 8)`` commits): loading a cold workspace folds at most about an eighth
-of its ledger, and the amortized cost of snapshotting stays flat as the state grows.
+(every ``max(snapshot_min, version // SNAPSHOT_SPACING)`` commits): loading a cold workspace reads the latest
+snapshot, whose records are decoded when first read, and folds at most about a twentieth of its ledger; the
+amortized cost of snapshotting stays flat as the state grows (docs/adr/0181).
 
 A snapshot is only a shortcut, never a source (docs/adr/0048): it is used only when its bytes match its hash,
 the commit at its version in the ledger has the hash it was folded up to, the state it loads is at that
@@ -37,6 +38,9 @@ log = structlog.get_logger("caseboard.projections")
 CONTENDED_S = 10.0
 """How long after another process's writer took a version first this process's event loop leaves that
 workspace's commits to threads (``writing_on_loop``): a race lost on the loop is decided again on a thread."""
+SNAPSHOT_SPACING = 20
+"""A snapshot is written every ``max(snapshot_min, version // SNAPSHOT_SPACING)`` commits: a cold load folds at
+most a twentieth of the ledger after its snapshot (docs/adr/0181)."""
 LOCATE_WAIT_S = 30.0
 """How long ``locate`` waits for a workspace this process is writing (the command line's: it rarely does)."""
 
@@ -139,7 +143,7 @@ class Workspaces:
         ledger: Ledger,
         reducer: Reducer[WorkspaceState] | None = None,
         *,
-        snapshot_min: int = 1000,
+        snapshot_min: int = 400,
         capacity: int = 1024,
     ) -> None:
         self.ledger = ledger
@@ -338,7 +342,7 @@ class Workspaces:
     def snapshot_due(self, workspace_id: str, version: int) -> bool:
         """Whether ``committed`` writes a snapshot after the commit of ``version``."""
         last = self._snapshotted.get(workspace_id, 0)
-        return version - last >= max(self.snapshot_min, version // 8)
+        return version - last >= max(self.snapshot_min, version // SNAPSHOT_SPACING)
 
     def catch_up(self, workspace_id: str) -> bool:
         """Fold what other writers committed since the cached version; True when there was any."""

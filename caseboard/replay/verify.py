@@ -292,6 +292,21 @@ class SnapshotCheck:
             detail = f"{where} was folded from head hash {snapshot.head_hash}, not this chain's {commit.hash}"
             self.problem = Problem(stored.version, "snapshot_unbound", detail)
             return
-        if json.loads(json.dumps(reducer.dump(state))) != snapshot.data:
+        if _diverged(reducer, snapshot.data, state):
             detail = f"{where} is sealed and bound, but its data is not what the chain folds to"
             self.problem = Problem(stored.version, "snapshot_diverged", detail)
+
+
+def _diverged(reducer: Reducer[WorkspaceState], data: dict[str, Any], state: WorkspaceState) -> bool:
+    """Whether a snapshot's ``data`` is not what the chain folds to, ``state``: its dump as it would be written
+    now, or, for a snapshot in the layout before (docs/adr/0181: records as lists of values), the same state."""
+    expected = json.loads(json.dumps(reducer.dump(state)))
+    if data == expected:
+        return False
+    if set(data) != set(expected):
+        return True
+    try:
+        again = json.loads(json.dumps(reducer.dump(reducer.load(data))))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return True
+    return bool(again != expected)

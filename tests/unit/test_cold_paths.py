@@ -3,20 +3,31 @@
 - ``verify`` of an intact file decodes each line once (it decoded every line twice: once to list the versions
   present, once to check it); the versions present are worked out only when a version is out of place;
 - a workspace loaded from the ledger shares the repeated short strings of its records (source systems,
-  instances, principals) instead of holding one copy per commit.
+  instances, principals) instead of holding one copy per commit;
+- a snapshot's records are kept as their JSON text and decoded when first read (docs/adr/0181); a snapshot of
+  the layout before, or in the envelope's format before, loads as it did; an integer beyond 64 bits and a
+  float that is not finite are read back exactly.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import hmac
+import json
+from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
-from caseboard.domain.commit import Commit
+from caseboard.domain.commit import Commit, seal
 from caseboard.ledger import open_ledger
+from caseboard.ledger.base import SnapshotRejected, open_snapshot, seal_snapshot
+from caseboard.projections.shape import shape_fingerprint
 from caseboard.projections.workspaces import Workspaces
+from caseboard.reducers import WorkspaceState, get_reducer
 from caseboard.replay import records, transfer, verify
 
 INCIDENT = Path(__file__).resolve().parents[2] / "corpus" / "incident-042.jsonl"
@@ -148,3 +159,113 @@ def test_a_workspace_s_import_mark_is_read_with_it_not_at_its_first_commit(tmp_p
     assert sorted(asked) == sorted([imported, live_key])  # and not asked again at a commit
     workspaces.current("ws-other"), workspaces.current("ws-another")  # evicts both: their marks go with them
     assert set(workspaces._imported) <= {"ws-other", "ws-another"}
+
+
+def _folded(observations: int) -> WorkspaceState:
+    ledger = open_ledger("memory://")
+    coordinator = Coordinator(ledger)
+    assert coordinator.submit(parse_contribution(_opening("ws-strings"))).ok
+    for number in range(1, observations + 1):
+        assert coordinator.submit(parse_contribution(_observation(number))).ok
+    return Workspaces(ledger).current("ws-strings")
+
+
+def test_a_snapshot_s_records_are_decoded_when_first_read_and_the_state_is_the_folded_one() -> None:
+    reducer = get_reducer()
+    folded = _folded(5)
+    data = json.loads(json.dumps(reducer.dump(folded)))  # as a snapshot stores it
+    assert set(data["observations"]) == {"keys", "texts"}
+    loaded = reducer.load(data)
+    observations: Any = loaded.observations
+    assert type(observations).__name__ == "Deferred" and observations.unread() == 5
+    assert "obs-3" in observations and len(observations) == 5 and observations.unread() == 5
+    assert observations["obs-3"] == folded.observations["obs-3"] and observations.unread() == 4
+    assert observations.get("obs-9") is None and observations.unread() == 4
+    assert list(observations) == list(folded.observations)  # the order they were written in
+    assert reducer.render(loaded) == reducer.render(folded)
+    assert observations.unread() == 0
+    assert reducer.dump(reducer.load(data)) == reducer.dump(folded)  # unread records dump as they were loaded
+
+
+def test_a_fork_of_a_loaded_state_leaves_the_loaded_state_as_it_was() -> None:
+    reducer = get_reducer()
+    loaded = reducer.load(json.loads(json.dumps(reducer.dump(_folded(3)))))
+    fork = loaded.fork()
+    assert isinstance(fork.observations, ChainMap)
+    replaced = dataclasses.replace(fork.observations["obs-1"], statement="changed in the fork")
+    fork.observations["obs-1"] = replaced
+    del fork.observations["obs-1"]
+    fork.observations["obs-4"] = replaced
+    assert loaded.observations["obs-1"].statement.startswith("Authentication failures")
+    assert "obs-4" not in loaded.observations and len(loaded.observations) == 3
+
+
+def _layout_before(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as a snapshot written before records were kept as text: each record the list of its values,
+    each mapping a list of pairs."""
+    before = dict(data)
+    for name, value in data.items():
+        if isinstance(value, dict) and set(value) == {"keys", "texts"}:
+            before[name] = [[key, json.loads(text)] for key, text in zip(value["keys"], value["texts"], strict=True)]
+        elif isinstance(value, dict) and set(value) == {"keys", "values"}:
+            before[name] = [list(pair) for pair in zip(value["keys"], value["values"], strict=True)]
+    return before
+
+
+def test_a_snapshot_of_the_layout_before_loads_as_it_did() -> None:
+    reducer = get_reducer()
+    folded = _folded(3)
+    loaded = reducer.load(_layout_before(json.loads(json.dumps(reducer.dump(folded)))))
+    assert type(loaded.observations) is dict
+    assert reducer.render(loaded) == reducer.render(folded)
+
+
+@pytest.mark.parametrize("forged", [False, True], ids=["as-written", "forged"])
+def test_verify_checks_a_snapshot_of_the_layout_before_by_the_state_it_holds(forged: bool) -> None:
+    """A ledger written before keeps its snapshots: they verify, and one whose data is not the chain's does not."""
+    ledger = open_ledger("memory://")
+    coordinator = Coordinator(ledger)
+    assert coordinator.submit(parse_contribution(_opening("ws-strings"))).ok
+    for number in range(1, 4):
+        assert coordinator.submit(parse_contribution(_observation(number))).ok
+    reducer = get_reducer()
+    state = Workspaces(ledger).current("ws-strings")
+    data = _layout_before(json.loads(json.dumps(reducer.dump(state))))
+    if forged:
+        data["goal"] = "Forged goal"
+    head = ledger.read("ws-strings")[-1]
+    ledger.save_snapshot("ws-strings", reducer.name, head.version, data, head.hash, shape_fingerprint(type(state)))
+    report = verify.verify_ledger(ledger, "ws-strings")
+    assert report.snapshots == 1
+    if forged:
+        assert report.problem is not None and report.problem.kind == "snapshot_diverged"
+    else:
+        assert report.intact, report.line()
+
+
+def test_what_the_standard_library_s_json_holds_exactly_a_snapshot_holds_exactly() -> None:
+    """An integer beyond 64 bits and a float that is not finite, in a record and in the envelope."""
+    reducer = get_reducer()
+    state = _folded(1)
+    state.observations["obs-1"] = dataclasses.replace(state.observations["obs-1"], version=2**70)
+    state.limits["max_selected_items"] = 2**70
+    sealed = seal_snapshot("ws-1", reducer.name, 7, "a" * 64, reducer.dump(state), key=b"k" * 32)
+    assert sealed.startswith(b'{"format":2,')
+    loaded = reducer.load(open_snapshot(sealed, "ws-1", reducer.name, 7, key=b"k" * 32).data)
+    assert loaded.observations["obs-1"].version == 2**70 and loaded.limits["max_selected_items"] == 2**70
+    assert reducer.render(loaded) == reducer.render(state)
+    data = {"held": [float("inf"), float("-inf")], "big": -(2**80)}
+    opened = open_snapshot(seal_snapshot("ws-1", reducer.name, 7, None, data), "ws-1", reducer.name, 7)
+    assert opened.data == data
+
+
+def test_a_snapshot_sealed_in_format_1_opens_and_its_mac_is_checked_by_its_own_encoder() -> None:
+    envelope = {"format": 1, "workspace_id": "ws-1", "reducer": "workspace-rules-v4", "version": 7}
+    envelope |= {"head_hash": "a" * 64, "data": {"goal": "é", "limits": {"max": 2**70}}}
+    unsigned = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
+    mac = hmac.new(b"k" * 32, unsigned, hashlib.sha256).hexdigest()
+    sealed = seal(json.dumps({**envelope, "mac": mac}, separators=(",", ":"), ensure_ascii=False).encode())
+    opened = open_snapshot(sealed, "ws-1", "workspace-rules-v4", 7, key=b"k" * 32)
+    assert opened.data == {"goal": "é", "limits": {"max": 2**70}}
+    with pytest.raises(SnapshotRejected, match="MAC"):
+        open_snapshot(sealed, "ws-1", "workspace-rules-v4", 7, key=b"x" * 32)
