@@ -206,7 +206,7 @@ def _cold_loads(
     reducer = coordinator.workspaces.reducer.name
     head = ledger.head("ws-cold")
     bulk_append(ledger, iter([memory.read("ws-cold", after=head)]))
-    snapshots = [s for s in memory.snapshots.select_events(f"{reducer}/ws-cold", gt=head, limit=10**6)]
+    snapshots = list(memory.snapshots.select_events(f"{reducer}/ws-cold", gt=head, limit=10**6))
     if snapshots:
         ledger.snapshots.insert_events(snapshots)
     latest = ledger.latest_snapshot("ws-cold", reducer, upto=2**62)

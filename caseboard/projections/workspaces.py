@@ -31,7 +31,7 @@ from caseboard.domain.errors import AmbiguousWorkspace, LedgerUnavailable, Unkno
 from caseboard.domain.workspace_key import bare, scoped, tenant_part
 from caseboard.ledger.base import Ledger, Snapshot, SnapshotRejected, VersionTaken
 from caseboard.projections.shape import shape_fingerprint
-from caseboard.reducers import Reducer, WorkspaceState, get_reducer, tenant_of
+from caseboard.reducers import LOAD_ERRORS, Reducer, WorkspaceState, get_reducer, tenant_of
 
 log = structlog.get_logger("caseboard.projections")
 
@@ -434,7 +434,7 @@ class Workspaces:
             return self._bound(workspace_id, reducer, snapshot)
         except SnapshotRejected as rejected:
             problem, version = rejected.problem, rejected.version
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        except LOAD_ERRORS as error:
             problem = f"the reducer cannot load it: {error}"
         log.warning(
             "snapshot_rejected", workspace_id=workspace_id, reducer=reducer.name, version=version, problem=problem

@@ -11,7 +11,7 @@ subclass of it, as v3's is): the coordinator's rules, routing and the model view
 
 from __future__ import annotations
 
-from caseboard.reducers.base import Reducer
+from caseboard.reducers.base import LOAD_ERRORS, Reducer
 from caseboard.reducers.registry import GROUP, RELEASED, Registry
 from caseboard.reducers.workspace_rules_v1.state import (
     HypothesisRec,
@@ -51,6 +51,7 @@ def get_reducer(name: str | None = None) -> Reducer[WorkspaceState]:
 __all__ = [
     "CURRENT",
     "GROUP",
+    "LOAD_ERRORS",
     "REDUCERS",
     "RELEASED",
     "HypothesisRec",

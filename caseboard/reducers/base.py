@@ -13,6 +13,9 @@ from caseboard.domain.commit import Commit, Decision
 from caseboard.domain.items import KNOWLEDGE_ITEMS, Item, Selection
 
 S = TypeVar("S")
+
+LOAD_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+"""What a reducer's ``load`` raises for snapshot data it cannot read (a snapshot is then not used)."""
 R = TypeVar("R")
 
 

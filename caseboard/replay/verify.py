@@ -41,7 +41,7 @@ from caseboard.domain.commit import Commit, stored_hash
 from caseboard.domain.errors import UnknownWorkspace
 from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
-from caseboard.reducers import REDUCERS, Reducer, WorkspaceState
+from caseboard.reducers import LOAD_ERRORS, REDUCERS, Reducer, WorkspaceState
 from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
 
 _compact_json = TypeAdapter(Commit).dump_json
@@ -307,6 +307,6 @@ def _diverged(reducer: Reducer[WorkspaceState], data: dict[str, Any], state: Wor
         return True
     try:
         again = json.loads(json.dumps(reducer.dump(reducer.load(data))))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+    except LOAD_ERRORS:
         return True
     return bool(again != expected)

@@ -80,15 +80,14 @@ class Deferred(MutableMapping[str, Any]):
         self._codec = codec
 
     def __getitem__(self, key: str) -> Any:
-        value = self._items[key]
-        if type(value) is str:
-            value = self._items[key] = self._codec.read(value)
-        return value
+        return self._record(key, self._items[key])
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._items.get(key, _ABSENT)
-        if value is _ABSENT:
-            return default
+        return default if value is _ABSENT else self._record(key, value)
+
+    def _record(self, key: str, value: Any) -> Any:
+        """The record stored under ``key`` as ``value``, decoded and kept in its place if it is still text."""
         if type(value) is str:
             value = self._items[key] = self._codec.read(value)
         return value
