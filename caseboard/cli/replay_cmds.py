@@ -65,6 +65,12 @@ def register(commands: Any) -> None:
         type=anchor_hash,
         help="a head hash kept elsewhere: the chain must hold that commit (detects a cut-off or re-sealed end)",
     )
+    ver.add_argument(
+        "--jobs",
+        type=process_count,
+        metavar="N",
+        help="processes that check a large file's segments at once (default: this machine's cores; 1: one pass)",
+    )
     ver.set_defaults(handler=cmd_verify, no_app=True)
 
     rep = commands.add_parser("replay", help="the projection at version N, rebuilt from the record alone")
@@ -142,10 +148,17 @@ def anchor_hash(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a head hash (64 lower-case hexadecimal digits)") from None
 
 
+def process_count(text: str) -> int:
+    """A number of processes: a whole number, at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (a whole number, at least 1)")
+    return int(text)
+
+
 def cmd_verify(_: None, args: argparse.Namespace) -> int:
     path = Path(args.target)
     if path.exists():
-        report = verify_file(path, args.anchor)
+        report = verify_file(path, args.anchor, args.jobs)
         if excerpts.sidecar_of(path).exists():  # docs/adr/0082
             report = excerpts.check_excerpts(report, read_file(path), sidecar=excerpts.sidecar_of(path))
     else:

@@ -29,11 +29,16 @@ unchanged; otherwise it is reported as ``anchor_missing`` (docs/adr/0021-verify-
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import multiprocessing
+import os
 from collections.abc import Callable, Container, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -97,6 +102,15 @@ class ChainReport:
         return f"{self.source}: NOT INTACT at version {problem.version} ({problem.kind}): {problem.detail}"
 
 
+def _decoded(record: RawRecord) -> Commit:
+    """The commit a record holds, straight from its bytes; a record of an older schema version is parsed and
+    upcast (``UnreadableRecord`` when it is no commit)."""
+    try:
+        return Commit.model_validate_json(record.data)
+    except ValidationError:
+        return decode_one(record)
+
+
 class ChainChecker:
     """Takes records in their stored order and stops at the first problem.
 
@@ -124,14 +138,11 @@ class ChainChecker:
         if record.keyed and record.position != self.expected:
             self._fail("missing", f"version {self.expected} is absent: the next stored row is {record.position}")
             return None
-        try:  # straight from the bytes; a record of an older schema version is parsed and upcast
-            commit = Commit.model_validate_json(record.data)
-        except ValidationError:
-            try:
-                commit = decode_one(record)
-            except UnreadableRecord as error:
-                self._fail("unreadable", str(error))
-                return None
+        try:
+            commit = _decoded(record)
+        except UnreadableRecord as error:
+            self._fail("unreadable", str(error))
+            return None
         return commit if self._check(commit, record, present) else None
 
     def report(self) -> ChainReport:
@@ -184,10 +195,119 @@ class ChainChecker:
         return False
 
 
-def verify_file(path: Path, anchor: str | None = None) -> ChainReport:
+PARALLEL_MIN_BYTES = 2 * 2**20
+"""A file at least this large is checked in segments, one process each (``verify_file``). At 2 MB (~2,700
+commits) two processes take 36 ms against 49 in one pass; starting them costs ~10 ms."""
+
+
+def verify_file(path: Path, anchor: str | None = None, jobs: int | None = None) -> ChainReport:
     """The chain of a file, read as a stream: each line is decoded once; the file is read a second time only
-    when a version is out of place (to tell a missing version from a misplaced one)."""
+    when a version is out of place (to tell a missing version from a misplaced one).
+
+    A file of ``PARALLEL_MIN_BYTES`` or more is checked in ``jobs`` segments at once (default: the cores this
+    process may run on; 1 checks it in one pass), each in its own process (docs/adr/0182). Every line of a
+    segment is checked as the one pass checks it; the first commit of each segment after the first must then
+    follow the last of the one before (its version, its ``previous_hash``, its workspace). Only an intact chain
+    is reported from the segments: when any check fails, the file is checked again in one pass, so a problem
+    is named exactly as that pass names it."""
+    segments = _segments(path, jobs)
+    if len(segments) > 1:
+        joined = _joined(path, segments, anchor)
+        if joined is not None:
+            return joined
     return _verify(file_records(path), Versions(lambda: file_records(path)), str(path), anchor)
+
+
+def default_jobs() -> int:
+    """The processes ``verify_file`` checks a large file with unless told: the cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Segment:
+    """What an intact run of consecutive lines tells about its ends, for joining it to its neighbours."""
+
+    workspace_id: str
+    first_version: int
+    first_previous_hash: str | None
+    last_version: int
+    last_hash: str | None
+    anchored_version: int | None
+
+
+def _segments(path: Path, jobs: int | None) -> list[tuple[int, int]]:
+    """``path``'s bytes cut into up to ``jobs`` ranges at line starts; none for a small or unreadable file."""
+    jobs = jobs if jobs is not None else default_jobs()
+    try:
+        size = path.stat().st_size
+        if jobs < 2 or size < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
+            return []
+        starts = [0]
+        with path.open("rb") as handle:
+            for number in range(1, jobs):
+                handle.seek(size * number // jobs)
+                handle.readline()  # to the start of the next line
+                if starts[-1] < handle.tell() < size:
+                    starts.append(handle.tell())
+    except OSError:
+        return []  # the one pass reports it
+    return list(zip(starts, [*starts[1:], size], strict=True))
+
+
+def _joined(path: Path, segments: list[tuple[int, int]], anchor: str | None) -> ChainReport | None:
+    """The report of an intact chain from its segments checked in parallel; None when any check fails."""
+    try:
+        with ProcessPoolExecutor(len(segments), mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_check_segment, str(path), start, end, anchor) for start, end in segments]
+            checked = [future.result() for future in futures]
+    except (OSError, BrokenProcessPool):
+        return None  # no processes to be had, or the file went away: the one pass
+    if any(segment is None for segment in checked):
+        return None
+    intact = cast("list[Segment]", checked)
+    for before, segment in itertools.pairwise(intact):
+        follows = (intact[0].workspace_id, before.last_version + 1, before.last_hash)
+        if (segment.workspace_id, segment.first_version, segment.first_previous_hash) != follows:
+            return None
+    anchored = next((s.anchored_version for s in intact if s.anchored_version is not None), None)
+    if anchor is not None and anchored is None:
+        return None  # the one pass says how it is missing
+    last = intact[-1]
+    return ChainReport(str(path), intact[0].workspace_id, last.last_version, last.last_hash, None, anchored)
+
+
+def _check_segment(path: str, start: int, end: int, anchor: str | None) -> Segment | None:
+    """The lines of ``path`` from byte ``start`` to ``end``, checked as one pass checks them; the first line of
+    a segment after the first is taken as the chain's next link, which the join checks. None at the first
+    line that fails."""
+    checker = ChainChecker(path, anchor=anchor)
+    first: Commit | None = None
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        for number, line in enumerate(handle, 1):
+            record = RawRecord(number, line[:-1] if line.endswith(b"\n") else line, path)
+            if first is None:
+                try:
+                    first = _decoded(record)
+                except UnreadableRecord:
+                    return None
+                if start > 0:
+                    checker.expected, checker.previous_hash = first.version, first.previous_hash
+            if not checker.feed(record):
+                return None
+            start += len(line)
+            if start >= end:
+                break
+    if first is None or checker.workspace_id is None:
+        return None
+    return Segment(
+        checker.workspace_id,
+        first.version,
+        first.previous_hash,
+        checker.expected - 1,
+        checker.previous_hash,
+        checker.anchored_version,
+    )
 
 
 def verify_records(records: list[RawRecord], source: str, anchor: str | None = None) -> ChainReport:
