@@ -106,7 +106,7 @@ def build_app(settings: Settings, *, database_url: str | None = None) -> App:
     app = App(
         settings=settings,
         ledger=ledger,
-        workspaces=Workspaces(ledger, settings.current_reducer),
+        workspaces=Workspaces(ledger, settings.current_reducer, max_commits=settings.cache_commits),
         database_url=url,
         database=database,
     )

@@ -68,6 +68,9 @@ class Settings:
     stall_after_s: int = 900
     """A workspace in which no participant has contributed for this long escalates to ``human_review_required``
     with a handoff saying what stalled (``CASEBOARD_STALL_AFTER_S``; the controller's, docs/adr/0159)."""
+    cache_commits: int = 250_000
+    """The commits a process's cache of workspace states may hold between them (``CASEBOARD_CACHE_COMMITS``,
+    ``projections/workspaces.py``'s ``CACHE_COMMITS``; ADR 0182): ~550 bytes each for observations."""
     reducer: str = DEFAULT_REDUCER
     """The current reducer (``CASEBOARD_REDUCER``, a registered name, docs/reducers.md): the coordinator decides
     with it, routing and the model view judge with it, and every read and command that names none shows it.
@@ -102,6 +105,7 @@ class Settings:
             metrics_token=env.get("CASEBOARD_METRICS_TOKEN") or None,
             snapshot_key=env.get("CASEBOARD_SNAPSHOT_KEY") or None,
             stall_after_s=_int(env, "CASEBOARD_STALL_AFTER_S", 900),
+            cache_commits=_int(env, "CASEBOARD_CACHE_COMMITS", 250_000),
             reducer=env.get("CASEBOARD_REDUCER") or DEFAULT_REDUCER,
         )
         settings.validate()

@@ -41,6 +41,10 @@ workspace's commits to threads (``writing_on_loop``): a race lost on the loop is
 SNAPSHOT_SPACING = 20
 """A snapshot is written every ``max(snapshot_min, version // SNAPSHOT_SPACING)`` commits: a cold load folds at
 most a twentieth of the ledger after its snapshot (docs/adr/0181)."""
+CACHE_COMMITS = 250_000
+"""The commits the cached states may hold between them (``Workspaces.max_commits``, ``CASEBOARD_CACHE_COMMITS``):
+a state's memory follows the commits folded into it (~550 bytes a commit of one observation, ADR 0182), so
+this bounds a process's cache whatever the sizes of its workspaces; ``capacity`` bounds their number."""
 LOCATE_WAIT_S = 30.0
 """How long ``locate`` waits for a workspace this process is writing (the command line's: it rarely does)."""
 
@@ -145,11 +149,15 @@ class Workspaces:
         *,
         snapshot_min: int = 400,
         capacity: int = 1024,
+        max_commits: int = CACHE_COMMITS,
     ) -> None:
+        """``capacity``: the most workspaces cached; ``max_commits``: the most commits folded into them together
+        (``CACHE_COMMITS``). Past either, the least recently used are dropped, never the one just used."""
         self.ledger = ledger
         self.reducer = reducer or get_reducer()
         self.snapshot_min = snapshot_min
         self.capacity = capacity
+        self.max_commits = max_commits
         self._states: OrderedDict[str, WorkspaceState] = OrderedDict()
         self._snapshotted: dict[str, int] = {}
         self._lost: dict[str, float] = {}  # when another process last took a version first (monotonic)
@@ -391,6 +399,7 @@ class Workspaces:
                 log.warning("snapshot_skipped", workspace_id=key, error=str(error))
             else:
                 log.debug("snapshot_written", workspace_id=key, workspace_version=commit.version)
+            self._trim()  # a state grows between loads: its weight is checked as often as it is snapshotted
 
     def forget(self, workspace_id: str) -> None:
         self._states.pop(workspace_id, None)
@@ -467,8 +476,14 @@ class Workspaces:
 
     def _remember(self, workspace_id: str, state: WorkspaceState) -> None:
         self._states[workspace_id] = state
-        while len(self._states) > self.capacity:
-            evicted, _ = self._states.popitem(last=False)
+        self._trim()
+
+    def _trim(self) -> None:
+        """Drop the least recently used states past ``capacity`` or ``max_commits``, never the last one used."""
+        held = sum(state.version for state in tuple(self._states.values()))
+        while len(self._states) > 1 and (len(self._states) > self.capacity or held > self.max_commits):
+            evicted, state = self._states.popitem(last=False)
+            held -= state.version
             self._snapshotted.pop(evicted, None)
             self._lost.pop(evicted, None)
             self._imported.pop(evicted, None)
