@@ -19,38 +19,21 @@ from caseboard.ledger import open_ledger
 from caseboard.ledger.base import EventsourcingLedger
 from caseboard.projections.workspaces import CACHE_COMMITS, Workspaces
 from caseboard.settings import Settings
-
-LIMITS = {
-    "max_selected_items": 20,
-    "max_investigation_cycles": 6,
-    "max_open_questions": 10,
-    "max_proposals": 10,
-    "max_pending_work": 10,
-}
+from tests.unit.board import obs, open_item
 
 
-def opening(workspace_id: str) -> dict[str, Any]:
-    scope = {"tenant_id": "t", "environment": "test", "service": "payments-api"}
-    item = {"type": "open", "scope": scope, "goal": "bound", "runtime_limits": LIMITS, "execution_mode": "read_only"}
-    return {"workspace_id": workspace_id, "author": {"principal": "operator", "role": "operator"}, "items": [item]}
+def contribution(workspace_id: str, role: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {"workspace_id": workspace_id, "author": {"principal": f"{role}-1", "role": role}, "items": [item]}
 
 
 def observation(workspace_id: str, number: int) -> dict[str, Any]:
-    item = {
-        "type": "observation",
-        "id": f"obs-{number}",
-        "statement": f"Authentication failures on payments-api-2 (sample {number})",
-        "source": {"system": "auth-logs", "instance": "payments-api-2"},
-        "event_time": "2026-03-02T14:03:00Z",
-        "event_time_quality": "verified",
-    }
-    return {"workspace_id": workspace_id, "author": {"principal": "log", "role": "specialist"}, "items": [item]}
+    return contribution(workspace_id, "specialist", obs(f"obs-{number}", f"auth failures (sample {number})"))
 
 
 def written(ledger: EventsourcingLedger, workspace_id: str, commits: int) -> str:
     """A workspace ``commits`` long (its opening, then observations); its key."""
     coordinator = Coordinator(ledger)
-    assert coordinator.submit(parse_contribution(opening(workspace_id))).ok
+    assert coordinator.submit(parse_contribution(contribution(workspace_id, "operator", open_item()))).ok
     for number in range(1, commits):
         assert coordinator.submit(parse_contribution(observation(workspace_id, number))).ok
     [key] = ledger.keys_named(workspace_id)
@@ -94,7 +77,7 @@ def test_a_state_that_grows_by_commits_is_weighed_at_its_snapshots() -> None:
     assert workspaces.current(a).version == 100
 
 
-def test_the_bound_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bound_is_a_setting() -> None:
     assert Settings().cache_commits == CACHE_COMMITS == Workspaces(open_ledger("memory://")).max_commits
     settings = Settings.from_env({"CASEBOARD_CACHE_COMMITS": "5000"})
     app = build_app(settings, database_url="memory://")
