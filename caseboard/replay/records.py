@@ -73,11 +73,17 @@ def decode_batch(records: Sequence[RawRecord]) -> list[Commit]:
     return out
 
 
-def file_records(path: Path) -> Iterator[RawRecord]:
+def file_records(path: Path, start: int = 0, end: int | None = None) -> Iterator[RawRecord]:
+    """The lines of ``path`` as records; from ``start``, a byte where a line begins, to the line that reaches
+    ``end`` (for a segment of a file, ``verify``: its lines are numbered from 1 at ``start``)."""
     try:
         with path.open("rb") as handle:
+            handle.seek(start)
             for number, line in enumerate(handle, 1):  # every line, blank or not: each must be a commit
                 yield RawRecord(number, line[:-1] if line.endswith(b"\n") else line, str(path))
+                start += len(line)
+                if end is not None and start >= end:
+                    return
     except OSError as error:
         raise CaseboardError(f"cannot read {path}: {error.strerror or error}") from None
 

@@ -43,7 +43,7 @@ from typing import Any, cast
 from pydantic import TypeAdapter, ValidationError
 
 from caseboard.domain.commit import Commit, stored_hash
-from caseboard.domain.errors import UnknownWorkspace
+from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
 from caseboard.reducers import LOAD_ERRORS, REDUCERS, Reducer, WorkspaceState
@@ -260,7 +260,7 @@ def _joined(path: Path, segments: list[tuple[int, int]], anchor: str | None) -> 
         with ProcessPoolExecutor(len(segments), mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [pool.submit(_check_segment, str(path), start, end, anchor) for start, end in segments]
             checked = [future.result() for future in futures]
-    except (OSError, BrokenProcessPool):
+    except (OSError, CaseboardError, BrokenProcessPool):
         return None  # no processes to be had, or the file went away: the one pass
     if any(segment is None for segment in checked):
         return None
@@ -282,22 +282,16 @@ def _check_segment(path: str, start: int, end: int, anchor: str | None) -> Segme
     line that fails."""
     checker = ChainChecker(path, anchor=anchor)
     first: Commit | None = None
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        for number, line in enumerate(handle, 1):
-            record = RawRecord(number, line[:-1] if line.endswith(b"\n") else line, path)
-            if first is None:
-                try:
-                    first = _decoded(record)
-                except UnreadableRecord:
-                    return None
-                if start > 0:
-                    checker.expected, checker.previous_hash = first.version, first.previous_hash
-            if not checker.feed(record):
+    for record in file_records(Path(path), start, end):
+        if first is None:
+            try:
+                first = _decoded(record)
+            except UnreadableRecord:
                 return None
-            start += len(line)
-            if start >= end:
-                break
+            if start > 0:
+                checker.expected, checker.previous_hash = first.version, first.previous_hash
+        if not checker.feed(record):
+            return None
     if first is None or checker.workspace_id is None:
         return None
     return Segment(
