@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 import dramatiq
 
 from caseboard.app import App
-from caseboard.dispatcher.broker import declare_consumer
 from caseboard.dispatcher.notification import specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost, priority
-from caseboard.workers.live import PREFETCH, WORKER_TIMEOUT_MS, deliverer_for
+from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
+from caseboard.workers.live import WORKER_TIMEOUT_MS, consume, deliverer_for
 from caseboard.workers.runtime import Participant
 
 
@@ -71,9 +70,4 @@ def agent_host(
 def start_agent(
     broker: dramatiq.Broker, host: ConsumerHost, queues: list[str], threads: int = 1, poll_ms: int = WORKER_TIMEOUT_MS
 ) -> dramatiq.Worker:
-    for queue in queues:
-        declare_consumer(broker, queue, host.handle, priority=priority(queue))
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
-    worker.queue_prefetch = PREFETCH
-    worker.start()
-    return worker
+    return consume(broker, host, queues, threads, poll_ms)

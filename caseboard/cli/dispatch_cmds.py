@@ -95,7 +95,12 @@ def tenant_scope(app: App, args: argparse.Namespace) -> dict[str, Any]:
         return {"tenant": None, "tenant_of": None}
     if not args.tenant.strip():
         raise ConfigurationError("--tenant names a tenant (or run operator-wide with --all-tenants)")
-    return {"tenant": args.tenant, "tenant_of": lambda key: app.workspaces.tenant_of(key, 5.0)}
+    return one_tenant(app, args.tenant)
+
+
+def one_tenant(app: App, tenant: str) -> dict[str, Any]:
+    """The ``tenant`` and ``tenant_of`` of a ``ConsumerHost`` that acts for ``tenant`` only (docs/adr/0157)."""
+    return {"tenant": tenant, "tenant_of": lambda key: app.workspaces.tenant_of(key, 5.0)}
 
 
 def _stop_on_signals() -> threading.Event:

@@ -7,12 +7,13 @@ from typing import Any
 
 from caseboard.agent.host import agent_host, role_queues, start_agent
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import consume_until_stopped
+from caseboard.cli.dispatch_cmds import consume_until_stopped, one_tenant
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError
 from caseboard.sources.config import load_sources
 from caseboard.sources.registry import SOURCES
 from caseboard.sources.specialist import SourceSpecialist
+from caseboard.workers.host import ConsumerHost
 from caseboard.workers.live import broker_for
 from caseboard.workers.runtime import Participant
 from caseboard.workers.scripted import specialist_principal
@@ -46,15 +47,21 @@ def specialist_for(app: App, source: str, tenant: str | None, principal: str | N
     return SourceSpecialist(source, built, config, tenant, lambda: app.artifacts, who, kinds)
 
 
+def specialist_host(app: App, store: DispatchStore, specialist: SourceSpecialist) -> ConsumerHost:
+    """The consumers of ``specialist``'s kinds, for its tenant only: another tenant's work request goes on to a
+    process of that tenant, never marked processed here (docs/adr/0157, 0183)."""
+    cast: dict[str, Participant] = {f"specialist:{kind}": specialist for kind in specialist.kinds}
+    return agent_host(app, store, cast, **one_tenant(app, specialist.tenant))
+
+
 def cmd_specialist(app: App, args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
     specialist = specialist_for(app, args.source, args.tenant, args.principal)
-    cast: dict[str, Participant] = {f"specialist:{kind}": specialist for kind in specialist.kinds}
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
-    host = agent_host(app, store, cast)
-    worker = start_agent(broker, host, role_queues(cast, False), args.threads, app.settings.worker_poll_ms)
+    host = specialist_host(app, store, specialist)
+    worker = start_agent(broker, host, role_queues(host.participants, False), args.threads, app.settings.worker_poll_ms)
     try:
         return consume_until_stopped(app, host, worker, broker, store, args.tick)
     finally:

@@ -6,9 +6,12 @@ declared on the broker they are given (a dramatiq actor would otherwise capture 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,18 +19,28 @@ from urllib.parse import urlsplit
 import dramatiq
 import structlog
 from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import Middleware
 
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.errors import CaseboardError
 
 ACTOR_PREFIX = "caseboard_notify"
-HAND_BACK = False
-"""What a consumer's ``handle`` answers for a notification of a workspace it does not act for (another tenant's):
-the message goes back to its queue at once, for a consumer of that tenant (``hand_back``), rather than waiting
-for the dispatcher's re-drive. Any other answer (None) means the message is done with."""
 HAND_BACKS = 8
-"""How often a notification goes back to its queue from consumers that do not act for its tenant (after 50 ms,
-doubling: about 13 s in all) before it is left to the dispatcher's re-drive (docs/adr/0157)."""
+"""How often a notification goes back to its shared queue while no consumer of its tenant has announced itself
+(after 50 ms, doubling: about 13 s in all) before it is left to the dispatcher's re-drive (docs/adr/0183)."""
+PRESENCE_TTL_S = 15.0
+"""How long a consumer's announcement lasts; a running process renews it every third of that (``Announcing``)."""
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """What a consumer's ``handle`` answers for a notification of a workspace it does not act for (another
+    tenant's): the notification's own (shared) ``queue`` and the ``tenant`` it belongs to, None when that is
+    not known. The actor passes it on (``pass_on``); any other answer (None) means the message is done with."""
+
+    queue: str
+    tenant: str | None
+
 
 log = structlog.get_logger("caseboard.broker")
 
@@ -94,23 +107,32 @@ def message_from(queue: str, body: str | dict[str, Any]) -> dramatiq.Message[Any
     return dramatiq.Message(queue_name=queue, actor_name=actor_name(queue), args=(args,), kwargs={}, options={})
 
 
+def tenant_queue(queue: str, tenant: str) -> str:
+    """The queue where ``queue``'s notifications of ``tenant`` go when another tenant's process took them: only
+    that tenant's processes consume it (a tenant id may hold characters a queue name may not, so it is hashed)."""
+    return f"{queue}.tenant-{hashlib.sha256(tenant.encode()).hexdigest()[:16]}"
+
+
 def declare_consumer(
     broker: dramatiq.Broker,
     queue: str,
-    handle: Callable[[dict[str, Any]], bool | None],
+    handle: Callable[[dict[str, Any]], Elsewhere | None],
     *,
     max_retries: int = 5,
     priority: int = 0,
+    presence: Presence | None = None,
 ) -> None:
     """Declares the actor that takes ``queue``'s messages on ``broker`` (explicitly, never the global one).
-    ``priority``: among the messages a worker has fetched, the lower goes first (dramatiq's actor priority)."""
+    ``priority``: among the messages a worker has fetched, the lower goes first (dramatiq's actor priority);
+    ``presence``: where the actor learns whether a tenant's processes run, to pass their notifications on."""
 
     if actor_name(queue) in broker.actors:
         return
 
     def consume(body: dict[str, Any]) -> None:
-        if handle(body) is HAND_BACK:
-            hand_back(broker, queue, body)
+        answer = handle(body)
+        if isinstance(answer, Elsewhere):
+            pass_on(broker, presence, answer, body)
 
     consume.__name__ = actor_name(queue)
     dramatiq.actor(
@@ -124,14 +146,102 @@ def declare_consumer(
     )(consume)
 
 
-def hand_back(broker: dramatiq.Broker, queue: str, body: dict[str, Any]) -> None:
-    """Send ``body`` to ``queue`` again, after 50 ms doubling with each hand-back; the message taken is done with.
-    A broker that does not take it leaves it to the dispatcher's re-drive, as it would be without hand-backs."""
-    times = int(body.get("handed_back") or 0) + 1
+def pass_on(broker: dramatiq.Broker, presence: Presence | None, where: Elsewhere, body: dict[str, Any]) -> None:
+    """Send another tenant's notification where a process of its tenant takes it (docs/adr/0183): at once to
+    that tenant's own queue when one has announced itself there; else back to its shared queue after 50 ms,
+    doubling with each hand-back, in case one starts or an operator-wide process takes it there; after
+    ``HAND_BACKS`` of those, nowhere: the dispatcher re-drives it. The message taken is done with either way,
+    and a broker that does not take the new one leaves the notification to the re-drive too."""
+    own = tenant_queue(where.queue, where.tenant) if where.tenant is not None else None
     try:
-        enqueue(broker, message_from(queue, {**body, "handed_back": times}), delay_ms=50 * 2 ** (times - 1))
+        if own is not None and presence is not None and presence.present(own):
+            enqueue(broker, message_from(own, body))
+            return
+        times = int(body.get("handed_back") or 0) + 1
+        if times > HAND_BACKS:
+            log.info("notification_left_to_redrive", queue=where.queue, notification_id=body.get("id"))
+            return
+        enqueue(broker, message_from(where.queue, {**body, "handed_back": times}), delay_ms=50 * 2 ** (times - 1))
     except BrokerUnavailable as error:
-        log.warning("notification_hand_back_failed", queue=queue, notification_id=body.get("id"), error=str(error))
+        log.warning("notification_pass_on_failed", queue=where.queue, notification_id=body.get("id"), error=str(error))
+
+
+class Presence:
+    """Which queues a running process consumes, in Redis beside the broker's own keys: a process of one tenant
+    announces its tenant's own queues (``tenant_queue``) while it runs, each announcement lasting ``ttl_s``, and
+    withdraws them when it stops; another tenant's process asks before passing a notification on. ``client``:
+    the broker's own Redis client (``RedisBroker.client``), ``namespace`` its namespace."""
+
+    def __init__(self, client: Any, namespace: str, ttl_s: float = PRESENCE_TTL_S) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.ttl_ms = int(ttl_s * 1000)
+
+    def _key(self, queue: str) -> str:
+        return f"{self.namespace}:consumed:{queue}"
+
+    def announce(self, queues: Iterable[str]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.set(self._key(queue), b"1", px=self.ttl_ms)
+        pipe.execute()
+
+    def withdraw(self, queues: Iterable[str]) -> None:
+        keys = [self._key(queue) for queue in queues]
+        if keys:
+            self.client.delete(*keys)
+
+    def present(self, queue: str) -> bool:
+        """Whether a process consuming ``queue`` announced itself within the last ``ttl_s``; a broker that does
+        not answer raises ``BrokerUnavailable``."""
+        import redis
+
+        try:
+            return bool(self.client.exists(self._key(queue)))
+        except redis.RedisError as error:
+            raise BrokerUnavailable(f"the broker did not answer: {error}") from error
+
+
+class Announcing(Middleware):
+    """Announces ``queues`` on ``presence`` from before a dramatiq worker consumes until it begins to shut down,
+    renewed every third of the announcement's life; a renewal the broker does not take is tried at the next."""
+
+    def __init__(self, presence: Presence, queues: list[str]) -> None:
+        self.presence = presence
+        self.queues = queues
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _renew(self) -> bool:
+        import redis
+
+        try:
+            self.presence.announce(self.queues)
+        except redis.RedisError as error:
+            log.warning("consumers_announcement_failed", error=str(error))
+            return False
+        return True
+
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        if self._renew():
+            log.info("consumers_announced", queues=len(self.queues))
+        every = self.presence.ttl_ms / 3000
+
+        def renew() -> None:
+            while not self._stop.wait(every):
+                self._renew()
+
+        self._thread = threading.Thread(target=renew, name="caseboard-announce", daemon=True)
+        self._thread.start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        import redis
+
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with contextlib.suppress(redis.RedisError):  # else the announcements lapse on their own
+            self.presence.withdraw(self.queues)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from caseboard.coordinator.service import Coordinator
-from caseboard.dispatcher.broker import HAND_BACK, HAND_BACKS
+from caseboard.dispatcher.broker import Elsewhere, tenant_queue
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
@@ -100,30 +100,37 @@ class ConsumerHost:
         handoff = [HANDOFF_QUEUE] if self.handoff is not None else []
         return [*FIXED_QUEUES, *handoff, *(specialist_queue(kind) for kind in self.kinds)]
 
-    def serves(self, key: str) -> bool:
-        """Whether the workspace of ``key`` is of this host's tenant (every workspace when it has none). A
-        scoped key names its tenant; a bare key's is its opening's scope, read once (it never changes)."""
-        if self.tenant is None:
-            return True
+    def own_queues(self, queues: list[str]) -> list[str]:
+        """The queues where other tenants' processes pass on this host's tenant's notifications of ``queues``
+        (``dispatcher/broker.py::tenant_queue``); none for a host of every tenant, which takes them anywhere."""
+        return [tenant_queue(queue, self.tenant) for queue in queues] if self.tenant is not None else []
+
+    def tenant_of(self, key: str) -> str | None:
+        """The tenant of the workspace of ``key``: a scoped key names it; a bare key's is its opening's scope,
+        read once (it never changes)."""
         tenant = tenant_part(key)
         if tenant is None:
             tenant = self._tenants.get(key)
-            if tenant is None:
-                assert self._tenant_of is not None
+            if tenant is None and self._tenant_of is not None:
                 tenant = self._tenants[key] = self._tenant_of(key)
-        return tenant == self.tenant
+        return tenant
 
-    def handle(self, body: dict[str, Any]) -> bool | None:
-        """``HAND_BACK`` for another tenant's notification (``dispatcher/broker.py``), else None once done."""
+    def handle(self, body: dict[str, Any]) -> Elsewhere | None:
+        """``Elsewhere`` for another tenant's notification (``dispatcher/broker.py``), else None once done."""
         notification = Notification.model_validate(body)
         consumer = notification.queue
-        if not self.serves(notification.workspace_id):
-            # neither begun nor finished: it goes back to its queue for a consumer of its own tenant, and
-            # stays unprocessed until one takes it (or the dispatcher re-drives it; docs/adr/0157)
-            log.info(
-                "notification_other_tenant", consumer=consumer, notification_id=notification.id, tenant=self.tenant
-            )
-            return HAND_BACK if (notification.handed_back or 0) < HAND_BACKS else None
+        if self.tenant is not None:
+            tenant = self.tenant_of(notification.workspace_id)
+            if tenant != self.tenant:
+                # neither begun nor finished: it goes on to a process of its own tenant, and stays unprocessed
+                # until one takes it (or the dispatcher re-drives it; docs/adr/0157, 0183)
+                log.info(
+                    "notification_other_tenant",
+                    consumer=consumer,
+                    notification_id=notification.id,
+                    tenant=self.tenant,
+                )
+                return Elsewhere(consumer, tenant)
         self._process(notification)
         return None
 

@@ -14,7 +14,7 @@ from typing import Any
 import dramatiq
 
 from caseboard.app import App
-from caseboard.dispatcher.broker import BrokerConfig, declare_consumer, make_broker
+from caseboard.dispatcher.broker import Announcing, BrokerConfig, Presence, declare_consumer, make_broker
 from caseboard.dispatcher.follower import DispatchConfig, Dispatcher
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
@@ -98,12 +98,35 @@ def start_worker(
     exposition = metrics or Exposition.from_env()
     if exposition is not None:
         broker.add_middleware(StopWithWorker(QueueMetrics(broker, host.store, exposition)))
-    for queue in host.queues():
-        declare_consumer(broker, queue, host.handle, priority=priority(queue))
+    return consume(broker, host, host.queues(), threads, poll_ms)
+
+
+def consume(
+    broker: dramatiq.Broker, host: ConsumerHost, queues: list[str], threads: int, poll_ms: int
+) -> dramatiq.Worker:
+    """Start a dramatiq worker taking ``queues`` into ``host``. A host of one tenant also takes its tenant's own
+    queues, where other tenants' processes pass its notifications on, and announces them on the broker while
+    it runs (docs/adr/0183); on the in-process broker every host takes every tenant's notifications."""
+    presence = presence_for(broker)
+    own = host.own_queues(queues) if presence is not None else []
+    if own:
+        assert presence is not None
+        broker.add_middleware(Announcing(presence, own))
+    for queue in [*queues, *own]:
+        declare_consumer(broker, queue, host.handle, priority=priority(queue), presence=presence)
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()
     return worker
+
+
+def presence_for(broker: dramatiq.Broker) -> Presence | None:
+    """Where the consumers on ``broker`` announce themselves: beside its own keys on Redis; none in process."""
+    from dramatiq.brokers.redis import RedisBroker
+
+    if not isinstance(broker, RedisBroker):
+        return None
+    return Presence(broker.client, broker.namespace)
 
 
 def pause_consumers(worker: dramatiq.Worker) -> None:
