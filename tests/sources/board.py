@@ -57,17 +57,21 @@ def request_and_answer(app: App, who: SourceSpecialist, request_id: str, kind: s
     asked = submit(
         app, "planner-1", "planner", [{"type": "work_request", "request_id": request_id, "kind": kind, "target": text}]
     )
-    notification = Notification(
-        id=notification_id(WORKSPACE, asked.workspace_version, "work_requested", request_id),
+    act(app.coordinator(), who, work_requested(asked.workspace_version, request_id, kind))
+    return list(app.ledger.read(WORKSPACE, after=asked.workspace_version))
+
+
+def work_requested(version: int, request_id: str, kind: str) -> Notification:
+    """The dispatcher's notification to the specialists of ``kind`` of a request committed at ``version``."""
+    return Notification(
+        id=notification_id(WORKSPACE, version, "work_requested", request_id),
         kind="work_requested",
         audience="specialist",
         workspace_id=WORKSPACE,
-        workspace_version=asked.workspace_version,
+        workspace_version=version,
         subject=request_id,
         request_kind=kind,
     )
-    act(app.coordinator(), who, notification)
-    return list(app.ledger.read(WORKSPACE, after=asked.workspace_version))
 
 
 def excerpt(app: App, ref: str) -> bytes:

@@ -8,24 +8,12 @@ from pathlib import Path
 
 from caseboard.cli.specialist_cmds import specialist_host
 from caseboard.dispatcher.broker import Elsewhere
-from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
+from caseboard.dispatcher.notification import specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.sources.config import SourceConfig
-from tests.sources.board import WORKSPACE, embedded, specialist, submit
+from tests.sources.board import WORKSPACE, embedded, specialist, submit, work_requested
 
 CERTS = SourceConfig(type="tls", kinds=("certificate_check",), options={"allowed": ["127.0.0.1:9"]})
-
-
-def requested(version: int) -> Notification:
-    return Notification(
-        id=notification_id(WORKSPACE, version, "work_requested", "cert-1"),
-        kind="work_requested",
-        audience="specialist",
-        workspace_id=WORKSPACE,
-        workspace_version=version,
-        subject="cert-1",
-        request_kind="certificate_check",
-    )
 
 
 def test_a_specialist_of_another_tenant_passes_the_work_request_on_unprocessed(tmp_path: Path) -> None:
@@ -38,7 +26,7 @@ def test_a_specialist_of_another_tenant_passes_the_work_request_on_unprocessed(t
         )
         store = DispatchStore(app.database_url)
         try:
-            body = requested(asked.workspace_version).model_dump(exclude_none=True)
+            body = work_requested(asked.workspace_version, "cert-1", "certificate_check").model_dump(exclude_none=True)
             theirs = specialist_host(app, store, specialist(app, "certs", CERTS, tenant="tenant-b"))
             assert theirs.handle(body) == Elsewhere(specialist_queue("certificate_check"), "tenant-a")
             assert store.processed_ids() == []
