@@ -204,32 +204,37 @@ class Presence:
 
 class Announcing(Middleware):
     """Announces ``queues`` on ``presence`` from before a dramatiq worker consumes until it begins to shut down,
-    renewed every third of the announcement's life; a renewal the broker does not take is tried at the next."""
+    renewed every third of the announcement's life; a renewal the broker does not take is tried at the next.
+    ``consumers_announced`` is logged when the announcement holds again, a warning when it stops holding."""
 
     def __init__(self, presence: Presence, queues: list[str]) -> None:
         self.presence = presence
         self.queues = queues
+        self.announced: bool | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _renew(self) -> bool:
+    def renew(self) -> None:
         import redis
 
         try:
             self.presence.announce(self.queues)
         except redis.RedisError as error:
-            log.warning("consumers_announcement_failed", error=str(error))
-            return False
-        return True
+            if self.announced is not False:
+                log.warning("consumers_announcement_failed", error=str(error), queues=len(self.queues))
+            self.announced = False
+            return
+        if not self.announced:
+            log.info("consumers_announced", queues=len(self.queues))
+        self.announced = True
 
     def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        if self._renew():
-            log.info("consumers_announced", queues=len(self.queues))
+        self.renew()
         every = self.presence.ttl_ms / 3000
 
         def renew() -> None:
             while not self._stop.wait(every):
-                self._renew()
+                self.renew()
 
         self._thread = threading.Thread(target=renew, name="caseboard-announce", daemon=True)
         self._thread.start()

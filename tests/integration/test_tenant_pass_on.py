@@ -1,6 +1,7 @@
 """Where another tenant's notification goes (docs/adr/0183): at once to its tenant's own queue when a process of
 that tenant announced itself there, else back to its shared queue with a growing delay, eight times at most,
-then to nobody (the dispatcher re-drives it); announcements lapse, and a stopping worker withdraws its own."""
+then to nobody (the dispatcher re-drives it); announcements lapse, a stopping worker withdraws its own, and a
+running one announces itself again once a restarted broker answers."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 from structlog.testing import capture_logs
 
-from caseboard.dispatcher.broker import HAND_BACKS, Elsewhere, Presence, pass_on, tenant_queue
+from caseboard.dispatcher.broker import HAND_BACKS, Announcing, Elsewhere, Presence, pass_on, tenant_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.workers.host import ConsumerHost
 from caseboard.workers.live import consume
 from tests.conftest import REDIS_URL
 from tests.e2e.procs import poll
+from tests.private_services import private_redis
 
 pytestmark = [pytest.mark.redis]
 
@@ -134,3 +136,25 @@ def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_s
         broker.close()
         store.close()
     assert not presence.present(own)
+
+
+def test_an_announcement_survives_a_broker_restart_with_one_warning_and_holds_again_once_it_answers() -> None:
+    with private_redis() as server:
+        client = redis.Redis.from_url(server.url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        own = tenant_queue(SHARED, "tenant-a")
+        announcing = Announcing(Presence(client, "cbtest"), [own])
+        with capture_logs() as logs:
+            announcing.renew()
+            server.stop()
+            announcing.renew()
+            announcing.renew()
+            server.start()  # empty: it kept nothing
+            assert not Presence(client, "cbtest").present(own)
+            announcing.renew()
+        assert [e["event"] for e in logs] == [
+            "consumers_announced",
+            "consumers_announcement_failed",
+            "consumers_announced",
+        ]
+        assert Presence(client, "cbtest").present(own)
+        client.close()
