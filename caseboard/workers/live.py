@@ -105,15 +105,16 @@ def consume(
     broker: dramatiq.Broker, host: ConsumerHost, queues: list[str], threads: int, poll_ms: int
 ) -> dramatiq.Worker:
     """Start a dramatiq worker taking ``queues`` into ``host``. A host of one tenant also takes its tenant's own
-    queues, where other tenants' processes pass its notifications on, and announces them on the broker while
-    it runs (docs/adr/0183); on the in-process broker every host takes every tenant's notifications."""
+    queue of each, where other tenants' processes pass its notifications on, and announces them on the broker
+    while it runs (docs/adr/0183). The in-process broker has no announcements: there another tenant's
+    notification goes back to its shared queue."""
     presence = presence_for(broker)
     own = host.own_queues(queues) if presence is not None else []
     if own:
         assert presence is not None
         broker.add_middleware(Announcing(presence, own))
-    for queue in [*queues, *own]:
-        declare_consumer(broker, queue, host.handle, priority=priority(queue), presence=presence)
+    for queue, of in [*zip(queues, queues, strict=True), *zip(own, queues, strict=False)]:
+        declare_consumer(broker, queue, host.handle, priority=priority(of), presence=presence)
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()

@@ -19,9 +19,17 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 from structlog.testing import capture_logs
 
-from caseboard.dispatcher.broker import HAND_BACKS, Announcing, Elsewhere, Presence, pass_on, tenant_queue
+from caseboard.dispatcher.broker import (
+    HAND_BACKS,
+    Announcing,
+    Elsewhere,
+    Presence,
+    actor_name,
+    pass_on,
+    tenant_queue,
+)
 from caseboard.dispatcher.store import DispatchStore
-from caseboard.workers.host import ConsumerHost
+from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
 from caseboard.workers.live import consume
 from tests.conftest import REDIS_URL
 from tests.e2e.procs import poll
@@ -126,9 +134,12 @@ def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_s
     host = ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None)
     presence = Presence(broker.client, namespace)
     own = tenant_queue(SHARED, "tenant-a")
-    worker = consume(broker, host, [SHARED], threads=1, poll_ms=10)
+    worker = consume(broker, host, [SHARED, HANDOFF_QUEUE], threads=1, poll_ms=10)
     try:
-        assert set(worker.consumers) >= {SHARED, own}
+        assert set(worker.consumers) >= {SHARED, own, HANDOFF_QUEUE, tenant_queue(HANDOFF_QUEUE, "tenant-a")}
+        # a handoff goes first among the messages a worker holds, from either of its queues (a person waits)
+        assert broker.actors[actor_name(tenant_queue(HANDOFF_QUEUE, "tenant-a"))].priority == -1
+        assert broker.actors[actor_name(own)].priority == 0
         assert presence.present(own)
         assert not presence.present(tenant_queue(SHARED, "tenant-b"))
     finally:
