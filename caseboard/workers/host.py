@@ -47,6 +47,8 @@ FIXED_QUEUES = (
     "caseboard.history",
 )
 HANDOFF_QUEUE = "caseboard.handoff"
+ACTING_QUEUES = ("caseboard.snapshot", "caseboard.history")
+"""The queues a host acts on without participants: the controller's, and the views it takes in."""
 
 
 def priority(queue: str) -> int:
@@ -100,10 +102,15 @@ class ConsumerHost:
         handoff = [HANDOFF_QUEUE] if self.handoff is not None else []
         return [*FIXED_QUEUES, *handoff, *(specialist_queue(kind) for kind in self.kinds)]
 
-    def own_queues(self, queues: list[str]) -> list[str]:
-        """The queues where other tenants' processes pass on this host's tenant's notifications of ``queues``
-        (``dispatcher/broker.py::tenant_queue``); none for a host of every tenant, which takes them anywhere."""
-        return [tenant_queue(queue, self.tenant) for queue in queues] if self.tenant is not None else []
+    def own_queues(self, queues: list[str]) -> list[tuple[str, str]]:
+        """(own queue, shared queue) for each of ``queues`` where other tenants' processes pass on this host's
+        tenant's notifications (``dispatcher/broker.py::tenant_queue``). None for a host of every tenant, which
+        takes them anywhere; a host without participants only of the controller's and the handoffs' queues,
+        the only ones it acts on (each own queue is two more polling consumers in the process)."""
+        if self.tenant is None:
+            return []
+        acted_on = queues if self.participants else [q for q in queues if q in (*ACTING_QUEUES, HANDOFF_QUEUE)]
+        return [(tenant_queue(queue, self.tenant), queue) for queue in acted_on]
 
     def tenant_of(self, key: str) -> str | None:
         """The tenant of the workspace of ``key``: a scoped key names it; a bare key's is its opening's scope,

@@ -112,8 +112,8 @@ def consume(
     own = host.own_queues(queues) if presence is not None else []
     if own:
         assert presence is not None
-        broker.add_middleware(Announcing(presence, own))
-    for queue, of in [*zip(queues, queues, strict=True), *zip(own, queues, strict=False)]:
+        broker.add_middleware(Announcing(presence, [queue for queue, _ in own]))
+    for queue, of in [*zip(queues, queues, strict=True), *own]:
         declare_consumer(broker, queue, host.handle, priority=priority(of), presence=presence)
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
