@@ -134,12 +134,15 @@ def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_s
     host = ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None)
     presence = Presence(broker.client, namespace)
     own = tenant_queue(SHARED, "tenant-a")
-    worker = consume(broker, host, [SHARED, HANDOFF_QUEUE], threads=1, poll_ms=10)
+    worker = consume(broker, host, [SHARED, HANDOFF_QUEUE, "caseboard.planner"], threads=1, poll_ms=10)
     try:
         assert set(worker.consumers) >= {SHARED, own, HANDOFF_QUEUE, tenant_queue(HANDOFF_QUEUE, "tenant-a")}
         # a handoff goes first among the messages a worker holds, from either of its queues (a person waits)
         assert broker.actors[actor_name(tenant_queue(HANDOFF_QUEUE, "tenant-a"))].priority == -1
         assert broker.actors[actor_name(own)].priority == 0
+        # without participants it acts on the controller's, the views' and the handoffs' queues only
+        assert "caseboard.planner.tenant" not in " ".join(worker.consumers)
+        assert host.own_queues(["caseboard.planner", SHARED]) == [(own, SHARED)]
         assert presence.present(own)
         assert not presence.present(tenant_queue(SHARED, "tenant-b"))
     finally:
