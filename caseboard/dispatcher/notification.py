@@ -43,7 +43,7 @@ class Notification(Frozen):
     evidence_revisions: dict[str, int] = Field(default_factory=dict)
     """Each announced evidence id with the workspace version of its latest change."""
     handed_back: int | None = None
-    """How often consumers of other tenants handed this message back to its queue (``broker.hand_back``)."""
+    """How often consumers of other tenants handed this message back to its shared queue (``broker.pass_on``)."""
 
     @property
     def queue(self) -> str:

@@ -110,11 +110,10 @@ def consume(
     notification goes back to its shared queue."""
     presence = presence_for(broker)
     own = host.own_queues(queues) if presence is not None else []
-    if own:
-        assert presence is not None
+    if presence is not None and own:
         broker.add_middleware(Announcing(presence, [queue for queue, _ in own]))
-    for queue, of in [*zip(queues, queues, strict=True), *own]:
-        declare_consumer(broker, queue, host.handle, priority=priority(of), presence=presence)
+    for queue, shared in [*((queue, queue) for queue in queues), *own]:
+        declare_consumer(broker, queue, host.handle, priority=priority(shared), presence=presence)
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=poll_ms)
     worker.queue_prefetch = PREFETCH
     worker.start()
