@@ -12,15 +12,23 @@
 - ``commit_cost_10000_vs_100``: median latency of a commit on a workspace whose ledger is ~10,000 commits
   long over one ~100 commits long, the two measured alternately. ``commit_cost_10000_vs_100_mean`` is the
   ratio of means over a window two snapshot periods wide, so the amortized snapshot cost shows.
+- ``commit_client_cpu_us`` and ``commit_postgres_cpu_us`` against ``raw_client_cpu_us`` and
+  ``raw_postgres_cpu_us``: the CPU of one write on each side of these ratios, the writing process's own and
+  the local PostgreSQL's (every one of its processes, from /proc), medians of alternated runs of
+  ``CPU_WRITES`` one-observation commits and as many raw INSERTs (context: on a machine whose cores are
+  saturated, as with 8 writers on 2, the CPU of a write bounds the rate).
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.context import BenchContext, median
+from benchmarks.context import BenchContext, median, postgres_cpu_s
 from benchmarks.stock import StockSaver
 from benchmarks.workload import (
     accept,
@@ -57,6 +65,8 @@ FULL = Sizes(
     single=2000, chunk=100, writers=8, per_writer=300, short=100, long=10_000, window=2 * (10_000 // SNAPSHOT_SPACING)
 )
 QUICK = Sizes(single=20, chunk=10, writers=8, per_writer=5, short=10, long=120, window=20)
+CPU_WRITES = 3000  # per side and run of ``cpu_per_write``: /proc counts CPU in 10 ms ticks, ~3 us a write here
+CPU_WORKSPACE = 300  # commits per workspace there: one that long takes no snapshot, as in the 8 writers' rounds
 
 
 def run(ctx: BenchContext) -> dict[str, float]:
@@ -81,6 +91,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
                     f"{rates.commit / rates.alone:.2f})"
                 )
             threaded, per_group = threaded_writers(ctx, ledger_url, payload, sizes)
+            cpu = cpu_per_write(ctx, coordinator, ledger_url, payload)
             median_ratio, mean_ratio = commit_cost(coordinator, sizes)
         finally:
             ledger.close()
@@ -100,6 +111,7 @@ def run(ctx: BenchContext) -> dict[str, float]:
         "commits_per_group_commit_8_threads": per_group,
         "commit_cost_10000_vs_100": median_ratio,
         "commit_cost_10000_vs_100_mean": mean_ratio,
+        **cpu,
     }
 
 
@@ -139,6 +151,38 @@ def single_writer(
             )
     stock.close()
     return median(raws), median(commits), median(stocks)
+
+
+def cpu_per_write(ctx: BenchContext, coordinator: Coordinator, ledger_url: str, payload: bytes) -> dict[str, float]:
+    """Microseconds of CPU per write, this process's and the local PostgreSQL's, for raw INSERTs and for
+    commits, run in turn ``ctx.rounds`` times (medians); no PostgreSQL figure for a database elsewhere."""
+    count, length = (CPU_WRITES, CPU_WORKSPACE) if not ctx.quick else (10, 10)
+    spent: dict[str, list[float]] = {}
+
+    def measured(side: str, write: Callable[[], None]) -> None:
+        client, server = time.process_time(), postgres_cpu_s()
+        write()
+        spent.setdefault(f"{side}_client_cpu_us", []).append((time.process_time() - client) / count * 1e6)
+        after = postgres_cpu_s()
+        if server is not None and after is not None:
+            spent.setdefault(f"{side}_postgres_cpu_us", []).append((after - server) / count * 1e6)
+
+    with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as raw:
+        for number in range(ctx.rounds):
+            contributions: list[Contribution] = []
+            for first in range(0, count, length):
+                workspace_id = f"ws-cpu-{number}-{first}"
+                accept(coordinator, open_workspace(workspace_id))
+                contributions.extend(observations(workspace_id, 1, length))
+            measured("raw", functools.partial(raw.insert, f"raw-cpu-{number}", count))
+            measured("commit", functools.partial(submit_all, coordinator, contributions))
+    figures = {name: median(values) for name, values in spent.items()}
+    print(
+        "CPU per write (this process, PostgreSQL): raw "
+        f"{figures['raw_client_cpu_us']:.0f} us, {figures.get('raw_postgres_cpu_us', float('nan')):.0f} us; "
+        f"commit {figures['commit_client_cpu_us']:.0f} us, {figures.get('commit_postgres_cpu_us', float('nan')):.0f} us"
+    )
+    return figures
 
 
 def threaded_writers(ctx: BenchContext, ledger_url: str, payload: bytes, sizes: Sizes) -> tuple[float, float]:
