@@ -28,7 +28,8 @@ def configure_logging(
     renderer: structlog.typing.Processor = (
         structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer(serializer=_json)
     )
-    printer = structlog.PrintLogger(stream)  # one for all: structlog asks the factory at every event
+    printer = structlog.WriteLogger(stream)  # one for all: structlog asks the factory at every event, and the
+    # bridge writes through it too, so that each event is one write of its line under the printer's lock
     stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
@@ -41,7 +42,7 @@ def configure_logging(
         logger_factory=lambda *_: printer,
         cache_logger_on_first_use=cache,
     )
-    _route_standard_logging(stream, LEVELS[level], stamp, renderer)
+    _route_standard_logging(printer, LEVELS[level], stamp, renderer)
 
 
 LIBRARY_EVENTS = (
@@ -55,9 +56,9 @@ class _Bridge(logging.Handler):
     """Standard-library records (dramatiq, uvicorn, eventsourcing) rendered as caseboard's own events: the
     same JSON lines (or console lines), with the library's message as a field."""
 
-    def __init__(self, stream: TextIO, stamp: Any, renderer: Any) -> None:
+    def __init__(self, printer: structlog.WriteLogger, stamp: Any, renderer: Any) -> None:
         super().__init__()
-        self.stream = stream
+        self.printer = printer  # structlog's own: a library's line never lands inside one of caseboard's
         self.stamp = stamp
         self.renderer = renderer
 
@@ -70,19 +71,18 @@ class _Bridge(logging.Handler):
                 event["error"] = repr(record.exc_info[1])
             event["level"] = record.levelname.lower()
             event = self.stamp(None, event["level"], event)
-            self.stream.write(str(self.renderer(None, event["level"], event)) + "\n")
-            self.stream.flush()
+            self.printer.msg(str(self.renderer(None, event["level"], event)))
         except Exception:
             self.handleError(record)
 
 
-def _route_standard_logging(stream: TextIO, level: int, stamp: Any, renderer: Any) -> None:
+def _route_standard_logging(printer: structlog.WriteLogger, level: int, stamp: Any, renderer: Any) -> None:
     """One bridge on the root logger, replacing any earlier one: a library never prints plain text past it.
     Libraries' informational chatter is left out unless the level is ``debug``."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _Bridge)]:
         root.removeHandler(handler)
-    root.addHandler(_Bridge(stream, stamp, renderer))
+    root.addHandler(_Bridge(printer, stamp, renderer))
     root.setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -164,3 +167,41 @@ def test_the_json_renderer_writes_what_json_dumps_writes(event: dict[str, Any]) 
     assert json.loads(line) == json.loads(json.dumps(event, default=repr))
     assert "\n" not in line
     assert json.loads(logs._json({"big": float("inf")})) == {"big": None}
+
+
+class YieldingStream(io.StringIO):
+    """A stream whose every write gives other threads the chance to run, as a pipe or a file may."""
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        time.sleep(0)
+        return written
+
+
+def test_events_of_caseboard_and_of_libraries_written_at_once_stay_one_json_object_a_line() -> None:
+    """A worker's threads log at the same moment, its own events and dramatiq's through the bridge: each
+    lands as one line, never one inside another (two objects on a line, then an empty one)."""
+    stream = YieldingStream()
+    configure_logging("info", "json", stream)
+    start = threading.Barrier(4)
+
+    def own(index: int) -> None:
+        start.wait()
+        for number in range(200):
+            structlog.get_logger("caseboard.worker").warning("broker_unavailable", thread=index, number=number)
+
+    def library(_: int) -> None:
+        start.wait()
+        consumer = logging.getLogger("dramatiq.worker.ConsumerThread")
+        for number in range(200):
+            consumer.critical("Consumer encountered a connection error %d", number)
+
+    threads = [threading.Thread(target=target, args=(n,)) for n, target in enumerate((own, own, library, library))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 800
+    parsed = [json.loads(line) for line in lines]  # every line one JSON object, or this fails
+    assert sum(event["event"] == "broker_connection_error" for event in parsed) == 400
