@@ -33,7 +33,7 @@ class Settings:
     pool_size: int = 4
     redis_namespace: str = "caseboard"
     heartbeat_ms: int = 60_000
-    worker_poll_ms: int = 10
+    worker_poll_ms: int = 500
     artifact_max_bytes: int = 256 * 1024 * 1024
     trust_timestamps: bool = False
     """Decide with a contribution's own ``at`` rather than the server's clock (``CASEBOARD_TRUST_TIMESTAMPS=1``,
@@ -87,7 +87,7 @@ class Settings:
             pool_size=_int(env, "CASEBOARD_POOL_SIZE", 4),
             redis_namespace=env.get("CASEBOARD_REDIS_NAMESPACE") or "caseboard",
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
-            worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 10),
+            worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 500),
             artifact_max_bytes=_int(env, "CASEBOARD_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024),
             trust_timestamps=env.get("CASEBOARD_TRUST_TIMESTAMPS") == "1",
             dispatch_test_hook=env.get("CASEBOARD_DISPATCH_TEST_HOOK") or None,

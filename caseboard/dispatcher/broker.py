@@ -83,9 +83,9 @@ def make_broker(config: BrokerConfig) -> dramatiq.Broker:
         broker = StubBroker()
         broker.emit_after("process_boot")
         return broker
-    from dramatiq.brokers.redis import RedisBroker
+    from caseboard.dispatcher.waking import WakingRedisBroker  # imports redis: only where a broker is made
 
-    return RedisBroker(  # type: ignore[no-untyped-call]
+    return WakingRedisBroker(
         url=config.url,
         namespace=config.namespace,
         heartbeat_timeout=config.heartbeat_ms,

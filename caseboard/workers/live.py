@@ -26,8 +26,9 @@ from caseboard.workers.plugins import load_participants
 from caseboard.workers.queue_metrics import Exposition, QueueMetrics, StopWithWorker
 
 PREFETCH = 100
-WORKER_TIMEOUT_MS = 10
-"""The longest an idle consumer sleeps between fetches (dramatiq's worker_timeout; ADR 0012)."""
+WORKER_TIMEOUT_MS = 500
+"""The longest an idle consumer waits between fetches (dramatiq's worker_timeout): on Redis it is woken at once
+when its queue has a message (``caseboard/dispatcher/waking.py``, ADR 0184); this finds what no wake-up told."""
 
 
 def broker_for(app: App, *, in_process: bool = False, heartbeat_ms: int | None = None) -> dramatiq.Broker:
