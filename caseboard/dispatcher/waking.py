@@ -185,10 +185,9 @@ class WakingConsumer(Consumer):
     """dramatiq's Redis consumer of one queue (made with no idle sleep of its own), waiting on the queue's bell
     after a fetch that brought nothing: at most ``timeout_s``, less when a delayed message it holds falls due."""
 
-    def __init__(self, inner: Consumer, bells: Bells, queue: str, prefetch: int, timeout_s: float) -> None:
+    def __init__(self, inner: Consumer, bell: Bell, prefetch: int, timeout_s: float) -> None:
         self.inner = inner
-        self.bells = bells
-        self.bell = bells.bell(queue)
+        self.bell = bell
         self.prefetch = prefetch
         self.timeout_s = timeout_s
         self.outstanding = 0  # given out and not yet acknowledged, as dramatiq's own count
@@ -267,7 +266,7 @@ class WakingRedisBroker(RedisBroker):
     def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
         """``timeout``: the longest, in ms, an idle consumer waits for its bell before it fetches again."""
         inner = super().consume(queue_name, prefetch, 0)
-        return WakingConsumer(inner, self.bells, queue_name, prefetch, max(timeout, 1) / 1000)
+        return WakingConsumer(inner, self.bells.bell(queue_name), prefetch, max(timeout, 1) / 1000)
 
     def close(self) -> None:
         """Stops the bells and closes the client's connections (dramatiq's own ``close`` leaves them open)."""
