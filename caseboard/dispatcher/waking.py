@@ -273,3 +273,4 @@ class WakingRedisBroker(RedisBroker):
         self.bells.close()
         super().close()
         self.client.close()
+        self.client.connection_pool.disconnect()  # the client was given its pool, so its close leaves the pool open

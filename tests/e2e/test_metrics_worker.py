@@ -56,6 +56,7 @@ def test_a_worker_serves_its_queue_metrics_and_the_duplicates_it_absorbed(cluste
             broker.enqueue(message_for(notification))
     finally:
         broker.close()
+        broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
 
     def counted() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
         page = scrape(port)

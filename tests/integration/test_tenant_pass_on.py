@@ -148,6 +148,7 @@ def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_s
     finally:
         worker.stop()
         broker.close()
+        broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
         store.close()
     assert not presence.present(own)
 
