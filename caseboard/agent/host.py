@@ -15,19 +15,15 @@ from datetime import UTC, datetime
 import dramatiq
 
 from caseboard.app import App
-from caseboard.dispatcher.notification import specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
+from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost, participant_queue
 from caseboard.workers.live import WORKER_TIMEOUT_MS, consume, deliverer_for
 from caseboard.workers.runtime import Participant
 
 
 def role_queues(participants: Mapping[str, Participant], with_controller: bool) -> list[str]:
-    queues = []
-    for audience in participants:
-        kind = audience.partition(":")[2]
-        queues.append(specialist_queue(kind) if kind else f"caseboard.{audience}")
+    queues = [participant_queue(audience) for audience in participants]
     # the controller's process also takes in the history queue: in an agents' topology nobody else consumes it,
     # and a routed queue without a consumer is re-driven forever (docs/adr/0160)
     # and so the handoff queue: the controller's process delivers handoffs (docs/pilot.md)
@@ -53,6 +49,7 @@ def agent_host(
             turn_timeout_s=turn_timeout_s,
             stall_after_s=app.settings.stall_after_s,
             reducer=app.workspaces.reducer,
+            processed=store.processed,
         )
     kinds = tuple(a.partition(":")[2] for a in participants if a.startswith("specialist:"))
     return ConsumerHost(

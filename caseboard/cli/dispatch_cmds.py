@@ -23,6 +23,7 @@ from caseboard.workers.live import (
     build_dispatcher,
     build_host,
     pause_consumers,
+    presence_for,
     resume_consumers,
     start_worker,
     waiter,
@@ -150,6 +151,7 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
     load_participants(args.participant, kinds)  # an unknown name fails before any connection
     store = DispatchStore(app.database_url)
     broker = broker_for(app)
+    presence = presence_for(broker)
     host = build_host(
         app,
         store,
@@ -157,6 +159,7 @@ def cmd_worker(app: App, args: argparse.Namespace) -> int:
         kinds=kinds,
         turn_timeout_s=args.turn_timeout,
         participants=tuple(args.participant),
+        present=presence.present if presence is not None else None,
         **tenant_scope(app, args),
     )
     worker = start_worker(broker, host, args.threads, app.settings.worker_poll_ms)

@@ -24,6 +24,7 @@ CHECK_SUFFIX = "_check"
 """A work request whose kind ends so is an external check a verifier can cite."""
 
 TURN_AUDIENCES = ("planner", "verifier", "reporter")
+"""A principal a cycle schedules is told its turn when its name starts with one of these (``planner-1``)."""
 HANDOFF_STATUSES = frozenset(
     {"human_review_required", "budget_exhausted", "evidence_incomplete", "supported_conclusion"}
 )
@@ -46,6 +47,21 @@ def handoff_trigger(commit: Commit) -> str | None:
         if escalation and escalation["to"] in HANDOFF_STATUSES:
             trigger = escalation["to"]
     return trigger
+
+
+def turn_audience(principal: str) -> str | None:
+    """The audience of ``principal``'s turn notification, None for a principal a cycle tells nothing (a specialist
+    acts on the work requests of its kind)."""
+    audience = principal.split("-", 1)[0]
+    return audience if audience in TURN_AUDIENCES else None
+
+
+def turn_notice(workspace_id: str, version: int, principal: str) -> tuple[str, str] | None:
+    """The queue and the id of the turn notification the cycle committed at ``version`` gives ``principal``."""
+    audience = turn_audience(principal)
+    if audience is None:
+        return None
+    return f"caseboard.{audience}", notification_id(workspace_id, version, "turn", principal)
 
 
 def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState] | None = None) -> list[Notification]:
@@ -97,8 +113,8 @@ def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState
                         _claim_to_check(add, state, reducer, hyp_id)
             case it.Cycle():
                 for principal in item.scheduled:
-                    audience = principal.split("-", 1)[0]
-                    if audience in TURN_AUDIENCES:
+                    audience = turn_audience(principal)
+                    if audience is not None:
                         add("turn", audience, principal, principal=principal)
             case it.StatusChange():
                 add("status_changed", "reporter", item.to.value)

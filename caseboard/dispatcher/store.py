@@ -208,6 +208,20 @@ class DispatchStore:
                 )
         return True
 
+    def processed(self, notices: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of ``notices`` (consumer, notification id) that their consumer has processed."""
+        done = set()
+        with self._tx() as cur:
+            for consumer, notification_id in notices:
+                cur.execute(
+                    "SELECT 1 FROM caseboard_processed WHERE consumer = %s AND notification_id = %s "
+                    "AND processed_at IS NOT NULL",
+                    (consumer, notification_id),
+                )
+                if cur.fetchone() is not None:
+                    done.add((consumer, notification_id))
+        return done
+
     def view_version(self, consumer: str, workspace_id: str) -> int:
         with self._tx() as cur:
             cur.execute(

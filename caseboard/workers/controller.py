@@ -3,7 +3,8 @@
 ``decide_next`` is pure. Its rules, in order:
 1. a workspace that is not ``investigating`` gets nothing;
 2. a participant scheduled in the last cycle that has not contributed yet (and is within its turn timeout)
-   is waited for;
+   is waited for, unless it passed: its turn notification was processed and it contributed nothing (``passed``,
+   from the dispatch store: a pass leaves nothing in the ledger; docs/adr/0185);
 3. who is wanted: the planner when there is evidence it has not been scheduled since, a flagged proposal, or
    no cycle yet; the verifier when a claim awaits checking and a completed check no verification cites is
    new to it (completed, or a claim changed, after the view its last verification was made on: an
@@ -35,7 +36,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -43,6 +44,7 @@ from typing import Any
 import structlog
 
 from caseboard.dispatcher.notification import Notification
+from caseboard.dispatcher.route import turn_notice
 from caseboard.domain.commit import Commit
 from caseboard.domain.items import MAX_TEXT, Role
 from caseboard.ledger.base import Ledger
@@ -128,6 +130,10 @@ class CycleMemory:
             self.verified_on = max(self.verified_on, based)
         self.seen = commit.version
 
+    def waiting(self, passed: Collection[str] = ()) -> list[str]:
+        """The principals the last cycle scheduled that have neither contributed since nor passed."""
+        return [p for p in self.scheduled if p not in self.contributed and p not in passed]
+
     def new_to_verifier(self, view: View) -> list[str]:
         """The completed checks no verification cites that are new since the verifier last verified."""
         read = self.verified_on
@@ -188,7 +194,9 @@ def unclaimed_past_timeout(view: View, memory: CycleMemory, now: datetime, timeo
     return items
 
 
-def stalled(view: View, memory: CycleMemory, now: datetime, stall_after_s: float | None) -> ControllerDecision | None:
+def stalled(
+    view: View, memory: CycleMemory, now: datetime, stall_after_s: float | None, passed: Collection[str] = ()
+) -> ControllerDecision | None:
     """``human_review_required`` when no participant but the controller has committed for ``stall_after_s``,
     with a handoff saying what stalled (the turns waited for, the work nobody finished); None otherwise."""
     if stall_after_s is None or memory.progress is None or view["status"] != "investigating":
@@ -197,7 +205,7 @@ def stalled(view: View, memory: CycleMemory, now: datetime, stall_after_s: float
     quiet = (now - at).total_seconds()
     if quiet < stall_after_s:
         return None
-    waiting = [p for p in memory.scheduled if p not in memory.contributed]
+    waiting = memory.waiting(passed)
     work = [
         f"{w['request_id']} ({w['kind']}) "
         + (f"held by {w['holder']}" if w["holder"] else "unclaimed")
@@ -232,17 +240,19 @@ def decide_next(
     turn_timeout_s: float = 60.0,
     found: Followups | None = None,
     stall_after_s: float | None = None,
+    passed: Collection[str] = (),
 ) -> ControllerDecision:
     """The next step for the workspace ``view`` shows; ``found`` is what ``followups`` found in its state at
     ``now`` (re-checks, rests of incomplete checks, stale proposals; nothing when None); ``stall_after_s``: the
-    bound on a workspace without progress (``stalled``; none when None)."""
+    bound on a workspace without progress (``stalled``; none when None); ``passed``: the principals of the last
+    cycle that answered their turn with nothing (``Controller.passed``)."""
     found = found or Followups()
     if view["status"] != "investigating":
         return ControllerDecision("none", f"the workspace is {view['status']}")
-    stall = stalled(view, memory, now, stall_after_s)
+    stall = stalled(view, memory, now, stall_after_s, passed)
     if stall is not None:
         return stall
-    waiting = [p for p in memory.scheduled if p not in memory.contributed]
+    waiting = memory.waiting(passed)
     if waiting and memory.at is not None and (now - memory.at).total_seconds() < turn_timeout_s:
         return ControllerDecision("wait", f"cycle {view['cycles_used']}: waiting for {', '.join(waiting)}")
     wanted: list[str] = []
@@ -424,11 +434,16 @@ class Controller:
         states: Callable[[str, int], WorkspaceState] | None = None,
         stall_after_s: float | None = None,
         reducer: Reducer[WorkspaceState] | None = None,
+        processed: Callable[[Sequence[tuple[str, str]]], set[tuple[str, str]]] | None = None,
     ) -> None:
         """``turn_timeout_s``: how long a scheduled turn, and a request nobody claims, is waited for;
         ``stall_after_s``: the bound on a workspace where no participant contributes (``stalled``); ``reducer``:
-        the current one (``Settings.current_reducer``), which folds the states ``followups`` reads."""
+        the current one (``Settings.current_reducer``), which folds the states ``followups`` reads;
+        ``processed``: which of some (consumer, notification id) pairs their consumer has processed
+        (``DispatchStore.processed``), to tell a passed turn (``passed``); without it a turn that brought nothing
+        is waited for until ``turn_timeout_s``."""
         self.stall_after_s = stall_after_s
+        self.processed = processed
         self.ledger = ledger
         self.clock = clock
         self.states = states or self._fold
@@ -451,6 +466,20 @@ class Controller:
                 memory.fold(commit)
             self.memories[workspace_id] = memory
             return copy.deepcopy(memory)
+
+    def passed(self, workspace_id: str, memory: CycleMemory) -> set[str]:
+        """The principals the last cycle of ``memory`` gave a turn that answered it with nothing: their turn
+        notification is processed and no commit of theirs came after the cycle (up to the version ``memory``
+        is of; a contribution committed since moved the head, so a decision made on this one is refused and
+        made again). A participant that is still at its turn, crashed in it or never got it is not among them."""
+        if self.processed is None:
+            return set()
+        turns = {}
+        for principal in memory.waiting():
+            notice = turn_notice(workspace_id, memory.version, principal)
+            if notice is not None:
+                turns[notice] = principal
+        return {turns[notice] for notice in self.processed(list(turns))} if turns else set()
 
     def followups_at(self, workspace_id: str, version: int, reducer: str, now: datetime) -> Followups:
         """What ``followups`` finds in the state at ``version``, judged at ``now``."""
@@ -489,7 +518,8 @@ class Controller:
         found = None
         if view["status"] == "investigating":
             found = self.followups_at(workspace, view["workspace_version"], view["reducer_version"], now)
-        decision = decide_next(view, memory, now, self.turn_timeout_s, found, self.stall_after_s)
+        passed = self.passed(workspace, memory)
+        decision = decide_next(view, memory, now, self.turn_timeout_s, found, self.stall_after_s, passed)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(workspace) == key  # ticks re-decide the same thing: log it once
         self.last[workspace] = key

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from caseboard.coordinator.service import Coordinator
-from caseboard.dispatcher.broker import Elsewhere, tenant_queue
+from caseboard.dispatcher.broker import Elsewhere, runner_queue, tenant_queue
 from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
@@ -47,8 +47,18 @@ FIXED_QUEUES = (
     "caseboard.history",
 )
 HANDOFF_QUEUE = "caseboard.handoff"
+PARTICIPANT_AUDIENCES = ("planner", "verifier", "reporter", "specialist")
+"""The audiences participants act on; a host without the participant absorbs the notification when no process
+of its tenant runs one (nobody would act on it), and passes it on to one that does otherwise."""
 ACTING_QUEUES = ("caseboard.snapshot", "caseboard.history")
 """The queues a host acts on without participants: the controller's, and the views it takes in."""
+
+
+def participant_queue(audience: str) -> str:
+    """The queue a participant keyed ``audience`` (``planner``, ``specialist:<kind>``; caseboard.workers.plugins)
+    acts on."""
+    kind = audience.partition(":")[2]
+    return specialist_queue(kind) if kind else f"caseboard.{audience}"
 
 
 def priority(queue: str) -> int:
@@ -70,13 +80,16 @@ class ConsumerHost:
         handoff: Callable[[Notification], None] | None = None,
         tenant: str | None = None,
         tenant_of: Callable[[str], str | None] | None = None,
+        present: Callable[[str], bool] | None = None,
     ) -> None:
         """``test_hook``: ``pause-after-effect:<queue>`` for the crash tests (``Settings.worker_test_hook``);
         ``handoff``: what delivers a handoff notification (``caseboard/handoff``); a host without it does not
         consume the handoff queue. ``tenant``: the one tenant whose workspaces this host acts on, ``tenant_of``
         telling the tenant of a workspace's key (``Workspaces.tenant_of``); None acts on every tenant's, an
         operator-wide process that the command line runs only when told to (``--all-tenants``,
-        docs/adr/0157)."""
+        docs/adr/0157). ``present``: whether a process consuming a queue has announced itself
+        (``Presence.present``): a notification for a participant this host does not run goes on to its tenant's
+        own queue when a process that runs it is there, and is absorbed otherwise (docs/adr/0186)."""
         if tenant is not None and tenant_of is None:
             raise ValueError("a host of one tenant needs tenant_of to tell a workspace's tenant")
         self.tenant = tenant
@@ -87,6 +100,9 @@ class ConsumerHost:
         self.test_hook = test_hook
         self.coordinator = coordinator
         self.participants = dict(participants)
+        self.present = present
+        self.acted = {participant_queue(audience) for audience in self.participants}
+        """The queues this host's participants act on."""
         self.controller = controller
         self.kinds = kinds
         self.max_attempts = max_attempts
@@ -104,13 +120,16 @@ class ConsumerHost:
 
     def own_queues(self, queues: list[str]) -> list[tuple[str, str]]:
         """(own queue, shared queue) for each of ``queues`` where other tenants' processes pass on this host's
-        tenant's notifications (``dispatcher/broker.py::tenant_queue``). None for a host of every tenant, which
-        takes them anywhere; a host without participants only of the controller's and the handoffs' queues,
-        the only ones it acts on (each own queue is two more polling consumers in the process)."""
+        tenant's notifications (``dispatcher/broker.py::tenant_queue``), and for each its participants act on, the
+        queue where this tenant's processes that do not run them pass theirs on (``runner_queue``, docs/adr/0186).
+        None for a host of every tenant, which takes them anywhere; a host without participants only of the
+        controller's and the handoffs' queues, the only ones it acts on (each own queue is two more consumers in
+        the process, waiting for their wake-ups)."""
         if self.tenant is None:
             return []
         acted_on = queues if self.participants else [q for q in queues if q in (*ACTING_QUEUES, HANDOFF_QUEUE)]
-        return [(tenant_queue(queue, self.tenant), queue) for queue in acted_on]
+        own = [(tenant_queue(queue, self.tenant), queue) for queue in acted_on]
+        return own + [(runner_queue(queue, self.tenant), queue) for queue in queues if queue in self.acted]
 
     def tenant_of(self, key: str) -> str | None:
         """The tenant of the workspace of ``key``: a scoped key names it; a bare key's is its opening's scope,
@@ -138,8 +157,25 @@ class ConsumerHost:
                     tenant=self.tenant,
                 )
                 return Elsewhere(consumer, tenant)
+        runs_it = self._run_elsewhere(notification)
+        if runs_it is not None:
+            log.info("notification_to_participant", consumer=consumer, notification_id=notification.id)
+            return Elsewhere(consumer, runs_it, runner=True)  # unbegun: a process that runs its participant takes it
         self._process(notification)
         return None
+
+    def _run_elsewhere(self, notification: Notification) -> str | None:
+        """The tenant of ``notification`` when this host does not run its participant and a process of that
+        tenant that does has announced itself (``runner_queue``); None when this host acts on it, or absorbs it
+        because no process would (docs/adr/0186)."""
+        if self.present is None or notification.audience not in PARTICIPANT_AUDIENCES:
+            return None
+        if self._participant(notification) is not None:
+            return None
+        tenant = self.tenant_of(notification.workspace_id)
+        if tenant is None or not self.present(runner_queue(notification.queue, tenant)):
+            return None
+        return tenant
 
     def _process(self, notification: Notification) -> None:
         """Begin, act on and finish a notification of this host's tenant (each once, duplicates absorbed)."""
@@ -158,6 +194,7 @@ class ConsumerHost:
             self.store.finish(consumer, notification.id)
             return
         views: dict[str, int] = {}
+        passed = False
         if notification.audience in ("snapshot", "history"):
             taken = self.store.view_version(consumer, notification.workspace_id)
             if notification.audience == "snapshot" and taken >= notification.workspace_version:
@@ -170,7 +207,7 @@ class ConsumerHost:
             if self.handoff is not None:
                 self.handoff(notification)  # raises while a webhook has not taken it: dramatiq retries
         else:
-            self._effect(notification, self._participant(notification))
+            passed = not self._effect(notification, self._participant(notification)) and notification.kind == "turn"
         if self.test_hook == f"pause-after-effect:{consumer}":
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
@@ -183,6 +220,11 @@ class ConsumerHost:
             )
         else:
             log.info("notification_duplicate_absorbed", consumer=consumer, notification_id=notification.id)
+            return
+        if passed and self.controller is not None:
+            # a turn answered with nothing commits nothing, so no notice tells the controller: it decides now
+            # (a controller in another process does at its next tick; ``Controller.passed``)
+            self._decide(notification.workspace_id)
 
     def tick(self) -> None:
         """The controller's own clock: re-decide every known workspace under investigation (turn timeouts, lapsed
@@ -194,20 +236,27 @@ class ConsumerHost:
             known = sorted(self.workspaces)
             self._notified.clear()
         for workspace_id in known:
-            version, status = self.coordinator.workspaces.head_state(workspace_id, lambda s: (s.version, s.status))[1]
-            if status != "investigating":  # the controller decides nothing on it (``decide_next``) until a
+            if not self._decide(workspace_id):  # the controller decides nothing on it (``decide_next``) until a
                 with self._guard:  # commit moves it, whose notification brings it back (``_effect``)
                     if workspace_id not in self._notified:
                         self.workspaces.discard(workspace_id)
-                continue
-            tick = Notification(
-                id=notification_id(workspace_id, version, "tick"),
-                kind="snapshot_changed",
-                audience="snapshot",
-                workspace_id=workspace_id,
-                workspace_version=version,
-            )
-            self._effect(tick, self.controller)
+
+    def _decide(self, workspace_id: str) -> bool:
+        """The controller decides on the workspace at its head; False, deciding nothing, when it is not
+        ``investigating``."""
+        assert self.coordinator is not None
+        version, status = self.coordinator.workspaces.head_state(workspace_id, lambda s: (s.version, s.status))[1]
+        if status != "investigating":
+            return False
+        tick = Notification(
+            id=notification_id(workspace_id, version, "tick"),
+            kind="snapshot_changed",
+            audience="snapshot",
+            workspace_id=workspace_id,
+            workspace_version=version,
+        )
+        self._effect(tick, self.controller)
+        return True
 
     def _record(self, key: str) -> bool:
         assert self.coordinator is not None
@@ -221,17 +270,18 @@ class ConsumerHost:
             return self.participants.get(notification.principal or "") or self.participants.get("planner")
         return self.participants.get(notification.audience)
 
-    def _effect(self, notification: Notification, participant: Participant | None) -> None:
+    def _effect(self, notification: Notification, participant: Participant | None) -> bool:
+        """True when ``participant`` contributed something on ``notification``."""
         if self.coordinator is not None and self._record(notification.workspace_id):
             log.info("notification_for_record", notification_id=notification.id)
-            return  # an imported record: nobody schedules or contributes until it is reopened (ADR 0158)
+            return False  # an imported record: nobody schedules or contributes until it is reopened (ADR 0158)
         with self._guard:
             self.workspaces.add(notification.workspace_id)
             self._notified.add(notification.workspace_id)
         if participant is None or self.coordinator is None:
-            return
+            return False
         try:
-            act(self.coordinator, participant, notification)
+            return bool(act(self.coordinator, participant, notification))
         except (RetryBudgetSpent, ContributionRefused) as terminal:
             log.warning(
                 "participant_gave_up",
@@ -239,3 +289,4 @@ class ConsumerHost:
                 notification_id=notification.id,
                 error=str(terminal),
             )
+            return False

@@ -53,10 +53,12 @@ def build_host(
     participants: tuple[str, ...] = (),
     tenant: str | None = None,
     tenant_of: Callable[[str], str | None] | None = None,
+    present: Callable[[str], bool] | None = None,
 ) -> ConsumerHost:
     """The consumers, the controller and the lease sweeper; ``participants`` names the entry points
     (``caseboard.participants``) whose participants also run here. None by default: a plain worker never
-    contributes evidence (caseboard.workers.plugins). ``tenant``, ``tenant_of``: as ``ConsumerHost``'s."""
+    contributes evidence (caseboard.workers.plugins). ``tenant``, ``tenant_of``, ``present``: as
+    ``ConsumerHost``'s (``present`` from ``presence_for`` the broker the host consumes)."""
     scope: dict[str, Any] = {"tenant": tenant, "tenant_of": tenant_of}
     if passive:
         return ConsumerHost(store, None, {}, kinds=kinds, **scope)
@@ -67,6 +69,7 @@ def build_host(
         turn_timeout_s=turn_timeout_s,
         stall_after_s=app.settings.stall_after_s,
         reducer=app.workspaces.reducer,
+        processed=store.processed,
     )
     return ConsumerHost(
         store,
@@ -76,6 +79,7 @@ def build_host(
         kinds=kinds,
         test_hook=app.settings.worker_test_hook,
         handoff=deliverer_for(app, store).deliver,
+        present=present,
         **scope,
     )
 

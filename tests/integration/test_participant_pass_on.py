@@ -1,0 +1,136 @@
+"""A plain worker beside a process that runs participants does not swallow their notifications (docs/adr/0186).
+
+Both consume the shared role queues on a real Redis. The plain worker, which runs no planner, passes each planner
+notification on to its tenant's own queue, where the process that runs the planner has announced itself; with
+no such process anywhere it absorbs them as before (nobody would act on them, and the re-drive would send them
+forever)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dramatiq
+import pytest
+from dramatiq.brokers.redis import RedisBroker
+
+from caseboard.cli.live_demo import open_item
+from caseboard.coordinator import Coordinator
+from caseboard.dispatcher.broker import Presence, message_for
+from caseboard.dispatcher.notification import Notification
+from caseboard.dispatcher.store import DispatchStore
+from caseboard.domain.contribution import Author, Contribution
+from caseboard.domain.items import Role
+from caseboard.ledger import open_ledger
+from caseboard.workers.host import ConsumerHost
+from caseboard.workers.live import consume
+from caseboard.workers.runtime import View
+from tests.conftest import REDIS_URL
+from tests.e2e.procs import poll
+
+pytestmark = [pytest.mark.redis]
+
+KEY = "tenant-a/inc-1"
+PLANNER_QUEUE = "caseboard.planner"
+NOTICES = 24
+
+
+class RecordingPlanner:
+    principal = "planner-1"
+    role = Role.PLANNER
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._lock = threading.Lock()
+
+    def contribute(self, notification: Notification, view: View) -> list[dict[str, Any]] | None:
+        with self._lock:
+            self.seen.append(notification.id)
+        return None
+
+
+def notice(version: int) -> Notification:
+    return Notification(
+        id=f"{KEY}@{version}/evidence_changed/hyp-{version}",
+        kind="evidence_changed",
+        audience="planner",
+        workspace_id=KEY,
+        workspace_version=version,
+        subject=f"hyp-{version}",
+    )
+
+
+@pytest.fixture
+def coordinator() -> Coordinator:
+    coordinator = Coordinator(open_ledger("memory://"))
+    opening = Contribution(
+        workspace_id="inc-1", author=Author(principal="oncall-operator", role=Role.OPERATOR), items=[open_item(5)]
+    )
+    assert coordinator.submit(opening, KEY)["ok"]
+    return coordinator
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[DispatchStore]:
+    store = DispatchStore(f"sqlite:///{tmp_path}/dispatch.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"cbtest-{uuid.uuid4().hex[:10]}"
+
+
+def plain_host(store: DispatchStore, coordinator: Coordinator, namespace: str, broker: RedisBroker) -> ConsumerHost:
+    presence = Presence(broker.client, namespace)
+    return ConsumerHost(store, coordinator, {}, tenant="tenant-a", tenant_of=lambda key: None, present=presence.present)
+
+
+def close(broker: RedisBroker) -> None:
+    broker.close()
+    broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
+
+
+def processed(store: DispatchStore) -> set[tuple[str, str]]:
+    return store.processed([(PLANNER_QUEUE, notice(v).id) for v in range(1, NOTICES + 1)])
+
+
+def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_that_runs_it(
+    store: DispatchStore, coordinator: Coordinator, namespace: str
+) -> None:
+    planner = RecordingPlanner()
+    brokers = [RedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
+    acting = ConsumerHost(store, coordinator, {"planner": planner}, tenant="tenant-a", tenant_of=lambda key: None)
+    workers: list[dramatiq.Worker] = []
+    try:
+        workers.append(consume(brokers[0], acting, [PLANNER_QUEUE], threads=2, poll_ms=10))
+        plain = plain_host(store, coordinator, namespace, brokers[1])
+        workers.append(consume(brokers[1], plain, [PLANNER_QUEUE], threads=2, poll_ms=10))
+        for version in range(1, NOTICES + 1):
+            brokers[1].enqueue(message_for(notice(version)))
+        poll("every notification processed", lambda: len(processed(store)) == NOTICES, timeout=20)
+    finally:
+        for worker in workers:
+            worker.stop()
+        for broker in brokers:
+            close(broker)
+    # each one reached the planner, once, whichever worker took it from the shared queue
+    assert sorted(planner.seen) == sorted(notice(v).id for v in range(1, NOTICES + 1))
+
+
+def test_with_no_process_running_the_planner_a_plain_worker_absorbs_its_notifications(
+    store: DispatchStore, coordinator: Coordinator, namespace: str
+) -> None:
+    broker = RedisBroker(url=REDIS_URL, namespace=namespace)
+    worker = consume(broker, plain_host(store, coordinator, namespace, broker), [PLANNER_QUEUE], 2, 10)
+    try:
+        for version in range(1, NOTICES + 1):
+            broker.enqueue(message_for(notice(version)))
+        poll("every notification absorbed", lambda: len(processed(store)) == NOTICES, timeout=20)
+    finally:
+        worker.stop()
+        close(broker)
