@@ -15,6 +15,7 @@ import pytest
 import structlog
 
 from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.outcome import Outcome
 from caseboard.ledger import EventsourcingLedger, open_ledger
 
@@ -89,6 +90,14 @@ def postgres_url(postgres_available: str) -> Iterator[str]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/ledger.db"
+
+
+@pytest.fixture
+def sqlite_dispatch_store(sqlite_url: str) -> Iterator[DispatchStore]:
+    """The consumers' store (processed ids, attempts) on an embedded ledger's file."""
+    store = DispatchStore(sqlite_url)
+    yield store
+    store.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import dramatiq
@@ -74,10 +72,8 @@ def coordinator() -> Coordinator:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[DispatchStore]:
-    store = DispatchStore(f"sqlite:///{tmp_path}/dispatch.db")
-    yield store
-    store.close()
+def store(sqlite_dispatch_store: DispatchStore) -> DispatchStore:
+    return sqlite_dispatch_store
 
 
 @pytest.fixture

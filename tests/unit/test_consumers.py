@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import dramatiq
 import pytest
@@ -16,10 +15,8 @@ from caseboard.workers.host import ConsumerHost
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[DispatchStore]:
-    store = DispatchStore(f"sqlite:///{tmp_path}/ledger.db")
-    yield store
-    store.close()
+def store(sqlite_dispatch_store: DispatchStore) -> DispatchStore:
+    return sqlite_dispatch_store
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ host that ran the turn, at its next tick elsewhere, and still waits for a turn b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,10 +43,8 @@ class SilentPlanner:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[DispatchStore]:
-    store = DispatchStore(f"sqlite:///{tmp_path}/dispatch.db")
-    yield store
-    store.close()
+def store(sqlite_dispatch_store: DispatchStore) -> DispatchStore:
+    return sqlite_dispatch_store
 
 
 @pytest.fixture
