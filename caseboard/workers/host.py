@@ -89,7 +89,7 @@ class ConsumerHost:
         operator-wide process that the command line runs only when told to (``--all-tenants``,
         docs/adr/0157). ``present``: whether a process consuming a queue has announced itself
         (``Presence.present``): a notification for a participant this host does not run goes on to its tenant's
-        own queue when a process that runs it is there, and is absorbed otherwise (docs/adr/0186)."""
+        runner queue when a process that runs it is there, and is absorbed otherwise (docs/adr/0186)."""
         if tenant is not None and tenant_of is None:
             raise ValueError("a host of one tenant needs tenant_of to tell a workspace's tenant")
         self.tenant = tenant
