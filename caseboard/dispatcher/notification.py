@@ -47,13 +47,18 @@ class Notification(Frozen):
 
     @property
     def queue(self) -> str:
-        if self.audience == "specialist" and self.request_kind:
-            return specialist_queue(self.request_kind)
-        return f"caseboard.{self.audience}"
+        return queue_of(self.audience, self.request_kind)
 
     @property
     def coalesces(self) -> bool:
         return self.kind == "snapshot_changed"
+
+
+def queue_of(audience: str, request_kind: str | None = None) -> str:
+    """The queue of an audience's notifications; a specialist's are by the kind of request."""
+    if audience == "specialist" and request_kind:
+        return specialist_queue(request_kind)
+    return f"caseboard.{audience}"
 
 
 def specialist_queue(kind: str) -> str:

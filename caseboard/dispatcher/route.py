@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from caseboard.dispatcher.notification import Notification, notification_id
+from caseboard.dispatcher.notification import Notification, notification_id, queue_of
 from caseboard.domain import items as it
 from caseboard.domain.commit import Commit
 from caseboard.reducers import Reducer, WorkspaceState, get_reducer
@@ -61,7 +61,7 @@ def turn_notice(workspace_id: str, version: int, principal: str) -> tuple[str, s
     audience = turn_audience(principal)
     if audience is None:
         return None
-    return f"caseboard.{audience}", notification_id(workspace_id, version, "turn", principal)
+    return queue_of(audience), notification_id(workspace_id, version, "turn", principal)
 
 
 def route(commit: Commit, state: WorkspaceState, reducer: Reducer[WorkspaceState] | None = None) -> list[Notification]:

@@ -515,10 +515,10 @@ class Controller:
             return reclaims
         workspace = notification.workspace_id  # its key; the view names the bare id (docs/adr/0130)
         memory = self.memory(workspace, view["workspace_version"])
-        found = None
-        if view["status"] == "investigating":
+        found, passed = None, set()
+        if view["status"] == "investigating":  # nothing else is decided on (``decide_next``)
             found = self.followups_at(workspace, view["workspace_version"], view["reducer_version"], now)
-        passed = self.passed(workspace, memory)
+            passed = self.passed(workspace, memory)
         decision = decide_next(view, memory, now, self.turn_timeout_s, found, self.stall_after_s, passed)
         key = (view["workspace_version"], decision.action, decision.reason)
         repeated = self.last.get(workspace) == key  # ticks re-decide the same thing: log it once

@@ -21,7 +21,7 @@ import structlog
 
 from caseboard.coordinator.service import Coordinator
 from caseboard.dispatcher.broker import Elsewhere, runner_queue, tenant_queue
-from caseboard.dispatcher.notification import Notification, notification_id, specialist_queue
+from caseboard.dispatcher.notification import Notification, notification_id, queue_of, specialist_queue
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
 from caseboard.workers.controller import Controller
@@ -57,8 +57,8 @@ ACTING_QUEUES = ("caseboard.snapshot", "caseboard.history")
 def participant_queue(audience: str) -> str:
     """The queue a participant keyed ``audience`` (``planner``, ``specialist:<kind>``; caseboard.workers.plugins)
     acts on."""
-    kind = audience.partition(":")[2]
-    return specialist_queue(kind) if kind else f"caseboard.{audience}"
+    audience, _, kind = audience.partition(":")
+    return queue_of(audience, kind)
 
 
 def priority(queue: str) -> int:
