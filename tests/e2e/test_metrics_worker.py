@@ -6,11 +6,11 @@ from __future__ import annotations
 import socket
 
 import httpx
-from dramatiq.brokers.redis import RedisBroker
 from prometheus_client.parser import text_string_to_metric_families
 
 from caseboard.dispatcher.broker import message_for
 from caseboard.dispatcher.notification import Notification
+from caseboard.dispatcher.waking import WakingRedisBroker
 from tests.e2e.procs import Cluster, poll
 
 QUEUE = (("actor_name", "caseboard_notify_caseboard_history"), ("queue_name", "caseboard.history"))
@@ -50,13 +50,12 @@ def test_a_worker_serves_its_queue_metrics_and_the_duplicates_it_absorbed(cluste
         CASEBOARD_WORKER_METRICS_HOST="127.0.0.1",
     )
     poll("the worker's metrics port", lambda: scrape(port))
-    broker = RedisBroker(url=cluster.redis_url, namespace=cluster.namespace)  # type: ignore[no-untyped-call]
+    broker = WakingRedisBroker(url=cluster.redis_url, namespace=cluster.namespace)
     try:
         for notification in (history(1), history(2), history(1)):  # the third: a duplicate delivery
             broker.enqueue(message_for(notification))
     finally:
         broker.close()
-        broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
 
     def counted() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
         page = scrape(port)

@@ -13,13 +13,13 @@ from typing import Any
 
 import dramatiq
 import pytest
-from dramatiq.brokers.redis import RedisBroker
 
 from caseboard.cli.live_demo import open_item
 from caseboard.coordinator import Coordinator
 from caseboard.dispatcher.broker import Presence, message_for
 from caseboard.dispatcher.notification import Notification
 from caseboard.dispatcher.store import DispatchStore
+from caseboard.dispatcher.waking import WakingRedisBroker
 from caseboard.domain.contribution import Author, Contribution
 from caseboard.domain.items import Role
 from caseboard.ledger import open_ledger
@@ -81,14 +81,11 @@ def namespace() -> str:
     return f"cbtest-{uuid.uuid4().hex[:10]}"
 
 
-def plain_host(store: DispatchStore, coordinator: Coordinator, namespace: str, broker: RedisBroker) -> ConsumerHost:
+def plain_host(
+    store: DispatchStore, coordinator: Coordinator, namespace: str, broker: WakingRedisBroker
+) -> ConsumerHost:
     presence = Presence(broker.client, namespace)
     return ConsumerHost(store, coordinator, {}, tenant="tenant-a", tenant_of=lambda key: None, present=presence.present)
-
-
-def close(broker: RedisBroker) -> None:
-    broker.close()
-    broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
 
 
 def processed(store: DispatchStore) -> set[tuple[str, str]]:
@@ -99,7 +96,7 @@ def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_tha
     store: DispatchStore, coordinator: Coordinator, namespace: str
 ) -> None:
     planner = RecordingPlanner()
-    brokers = [RedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
+    brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
     acting = ConsumerHost(store, coordinator, {"planner": planner}, tenant="tenant-a", tenant_of=lambda key: None)
     workers: list[dramatiq.Worker] = []
     try:
@@ -113,7 +110,7 @@ def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_tha
         for worker in workers:
             worker.stop()
         for broker in brokers:
-            close(broker)
+            broker.close()
     # each one reached the planner, once, whichever worker took it from the shared queue
     assert sorted(planner.seen) == sorted(notice(v).id for v in range(1, NOTICES + 1))
 
@@ -121,7 +118,7 @@ def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_tha
 def test_with_no_process_running_the_planner_a_plain_worker_absorbs_its_notifications(
     store: DispatchStore, coordinator: Coordinator, namespace: str
 ) -> None:
-    broker = RedisBroker(url=REDIS_URL, namespace=namespace)
+    broker = WakingRedisBroker(url=REDIS_URL, namespace=namespace)
     worker = consume(broker, plain_host(store, coordinator, namespace, broker), [PLANNER_QUEUE], 2, 10)
     try:
         for version in range(1, NOTICES + 1):
@@ -129,4 +126,4 @@ def test_with_no_process_running_the_planner_a_plain_worker_absorbs_its_notifica
         poll("every notification absorbed", lambda: len(processed(store)) == NOTICES, timeout=20)
     finally:
         worker.stop()
-        close(broker)
+        broker.close()

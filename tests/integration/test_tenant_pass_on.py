@@ -14,7 +14,6 @@ from typing import Any
 import dramatiq
 import pytest
 import redis
-from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 from structlog.testing import capture_logs
@@ -29,6 +28,7 @@ from caseboard.dispatcher.broker import (
     tenant_queue,
 )
 from caseboard.dispatcher.store import DispatchStore
+from caseboard.dispatcher.waking import WakingRedisBroker
 from caseboard.workers.host import HANDOFF_QUEUE, ConsumerHost
 from caseboard.workers.live import consume
 from tests.conftest import REDIS_URL
@@ -129,7 +129,7 @@ def test_a_broker_that_does_not_answer_leaves_the_notification_to_the_re_drive(b
 
 def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_stops(tmp_path: Path) -> None:
     namespace = f"cbtest-{uuid.uuid4().hex[:10]}"
-    broker = RedisBroker(url=REDIS_URL, namespace=namespace)
+    broker = WakingRedisBroker(url=REDIS_URL, namespace=namespace)
     store = DispatchStore(f"sqlite:///{tmp_path}/ledger.db")
     host = ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None)
     presence = Presence(broker.client, namespace)
@@ -148,7 +148,6 @@ def test_a_worker_of_one_tenant_consumes_and_announces_its_own_queues_until_it_s
     finally:
         worker.stop()
         broker.close()
-        broker.client.connection_pool.disconnect()  # dramatiq's close leaves its client's connections open
         store.close()
     assert not presence.present(own)
 
