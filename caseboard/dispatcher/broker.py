@@ -36,13 +36,13 @@ PRESENCE_TTL_S = 15.0
 class Elsewhere:
     """What a consumer's ``handle`` answers for a notification of a workspace it does not act for (another
     tenant's): the notification's own (shared) ``queue`` and the ``tenant`` it belongs to, None when that is
-    not known; ``runner``: for one of its own tenant whose participant it does not run, to go to that tenant's
-    processes that run it (``runner_queue``, docs/adr/0186). The actor passes it on (``pass_on``); any other
-    answer (None) means the message is done with."""
+    not known; ``runner``: for one whose participant it does not run, the runner queue where a process that
+    runs it has announced itself (``runner_queue``, docs/adr/0186, 0187). The actor passes it on (``pass_on``);
+    any other answer (None) means the message is done with."""
 
     queue: str
     tenant: str | None
-    runner: bool = False
+    runner: str | None = None
 
 
 log = structlog.get_logger("caseboard.broker")
@@ -116,10 +116,12 @@ def tenant_queue(queue: str, tenant: str) -> str:
     return f"{queue}.tenant-{hashlib.sha256(tenant.encode()).hexdigest()[:16]}"
 
 
-def runner_queue(queue: str, tenant: str) -> str:
-    """The queue where ``queue``'s notifications of ``tenant`` go when a process of that tenant that does not run
-    their participant took them: only the tenant's processes that run it consume it (docs/adr/0186)."""
-    return tenant_queue(queue, tenant) + ".run"
+def runner_queue(queue: str, tenant: str | None) -> str:
+    """The queue where ``queue``'s notifications of ``tenant`` go when a process that does not run their
+    participant took them: only the tenant's processes that run it consume it (docs/adr/0186). ``tenant`` None:
+    the queue of the operator-wide processes (``--all-tenants``) that run it, where any tenant's go when none
+    of their own tenant's does (docs/adr/0187)."""
+    return f"{queue}.run" if tenant is None else tenant_queue(queue, tenant) + ".run"
 
 
 def declare_consumer(
@@ -157,13 +159,14 @@ def declare_consumer(
 
 def pass_on(broker: dramatiq.Broker, presence: Presence | None, where: Elsewhere, body: dict[str, Any]) -> None:
     """Send another tenant's notification where a process of its tenant takes it (docs/adr/0183): at once to
-    that tenant's own queue when one has announced itself there; else back to its shared queue after 50 ms,
+    that tenant's own queue (a participant's notification: to ``where.runner``, docs/adr/0186) when one has
+    announced itself there; else back to its shared queue after 50 ms,
     doubling with each hand-back, in case one starts or an operator-wide process takes it there; after
     ``HAND_BACKS`` of those, nowhere: the dispatcher re-drives it. The message taken is done with either way,
     and a broker that does not take the new one leaves the notification to the re-drive too."""
-    own = None
-    if where.tenant is not None:
-        own = (runner_queue if where.runner else tenant_queue)(where.queue, where.tenant)
+    own = where.runner
+    if own is None and where.tenant is not None:
+        own = tenant_queue(where.queue, where.tenant)
     try:
         if own is not None and presence is not None and presence.present(own):
             enqueue(broker, message_from(own, body))

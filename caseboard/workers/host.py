@@ -50,7 +50,8 @@ HANDOFF_QUEUE = "caseboard.handoff"
 PARTICIPANT_AUDIENCES = ("planner", "verifier", "reporter", "specialist")
 """The audiences participants act on; a host without the participant absorbs the notification when no process
 of its tenant runs one (nobody would act on it), and passes it on to one that does otherwise."""
-ACTING_QUEUES = ("caseboard.snapshot", "caseboard.history")
+SNAPSHOT_QUEUE = "caseboard.snapshot"
+ACTING_QUEUES = (SNAPSHOT_QUEUE, "caseboard.history")
 """The queues a host acts on without participants: the controller's, and the views it takes in."""
 
 
@@ -88,8 +89,9 @@ class ConsumerHost:
         telling the tenant of a workspace's key (``Workspaces.tenant_of``); None acts on every tenant's, an
         operator-wide process that the command line runs only when told to (``--all-tenants``,
         docs/adr/0157). ``present``: whether a process consuming a queue has announced itself
-        (``Presence.present``): a notification for a participant this host does not run goes on to its tenant's
-        runner queue when a process that runs it is there, and is absorbed otherwise (docs/adr/0186)."""
+        (``Presence.present``): a notification for a participant this host does not run (a snapshot notice, for a
+        host without a controller) goes on to its tenant's runner queue when a process that runs it is there, else
+        to an operator-wide one's, and is absorbed otherwise (docs/adr/0186, 0187, 0188)."""
         if tenant is not None and tenant_of is None:
             raise ValueError("a host of one tenant needs tenant_of to tell a workspace's tenant")
         self.tenant = tenant
@@ -101,8 +103,9 @@ class ConsumerHost:
         self.coordinator = coordinator
         self.participants = dict(participants)
         self.present = present
-        self.acted = {participant_queue(audience) for audience in self.participants}
-        """The queues this host's participants act on."""
+        controlled = [SNAPSHOT_QUEUE] if controller is not None else []
+        self.acted = {*(participant_queue(audience) for audience in self.participants), *controlled}
+        """The queues this host's participants, or its controller, act on."""
         self.controller = controller
         self.kinds = kinds
         self.max_attempts = max_attempts
@@ -121,12 +124,14 @@ class ConsumerHost:
     def own_queues(self, queues: list[str]) -> list[tuple[str, str]]:
         """(own queue, shared queue) for each of ``queues`` where other tenants' processes pass on this host's
         tenant's notifications (``dispatcher/broker.py::tenant_queue``), and for each its participants act on, the
-        queue where this tenant's processes that do not run them pass theirs on (``runner_queue``, docs/adr/0186).
-        None for a host of every tenant, which takes them anywhere; a host without participants only of the
-        controller's and the handoffs' queues, the only ones it acts on (each own queue is two more consumers in
-        the process, waiting for their wake-ups)."""
+        queue where this tenant's processes that do not run them pass theirs on (``runner_queue``, docs/adr/0186; so
+        of the snapshot queue for a host with a controller, docs/adr/0188).
+        A host of every tenant, which takes any tenant's notifications from the shared queues, has only the
+        runner queues of every tenant (``runner_queue(queue, None)``, docs/adr/0187); a host without participants
+        own queues only of the controller's and the handoffs' queues, the only ones it acts on (each own queue is
+        two more consumers in the process, waiting for their wake-ups)."""
         if self.tenant is None:
-            return []
+            return [(runner_queue(queue, None), queue) for queue in queues if queue in self.acted]
         acted_on = queues if self.participants else [q for q in queues if q in (*ACTING_QUEUES, HANDOFF_QUEUE)]
         own = [(tenant_queue(queue, self.tenant), queue) for queue in acted_on]
         return own + [(runner_queue(queue, self.tenant), queue) for queue in queues if queue in self.acted]
@@ -157,25 +162,30 @@ class ConsumerHost:
                     tenant=self.tenant,
                 )
                 return Elsewhere(consumer, tenant)
-        runs_it = self._run_elsewhere(notification)
-        if runs_it is not None:
-            log.info("notification_to_participant", consumer=consumer, notification_id=notification.id)
-            return Elsewhere(consumer, runs_it, runner=True)  # unbegun: a process that runs its participant takes it
+        runner = self._run_elsewhere(notification)
+        if runner is not None:
+            log.info("notification_to_participant", consumer=consumer, notification_id=notification.id, to=runner)
+            # unbegun: a process that runs its participant takes it
+            return Elsewhere(consumer, self.tenant_of(notification.workspace_id), runner=runner)
         self._process(notification)
         return None
 
     def _run_elsewhere(self, notification: Notification) -> str | None:
-        """The tenant of ``notification`` when this host does not run its participant and a process of that
-        tenant that does has announced itself (``runner_queue``); None when this host acts on it, or absorbs it
-        because no process would (docs/adr/0186)."""
-        if self.present is None or notification.audience not in PARTICIPANT_AUDIENCES:
+        """When this host does not run the participant of ``notification`` (or, for a snapshot notice, the
+        controller: docs/adr/0188), the runner queue of a process that does and has announced itself: one of the
+        notification's tenant first (docs/adr/0186), else an operator-wide one (docs/adr/0187). None when this
+        host acts on it, or absorbs it because no process would."""
+        if self.present is None:
             return None
-        if self._participant(notification) is not None:
-            return None
+        if notification.audience in PARTICIPANT_AUDIENCES:
+            if self._participant(notification) is not None:
+                return None
+        elif notification.queue != SNAPSHOT_QUEUE or self.controller is not None:
+            return None  # a passive host passes the controller's notices on (docs/adr/0188)
         tenant = self.tenant_of(notification.workspace_id)
-        if tenant is None or not self.present(runner_queue(notification.queue, tenant)):
-            return None
-        return tenant
+        runners = [runner_queue(notification.queue, tenant)] if tenant is not None else []
+        runners.append(runner_queue(notification.queue, None))
+        return next((runner for runner in runners if self.present(runner)), None)
 
     def _process(self, notification: Notification) -> None:
         """Begin, act on and finish a notification of this host's tenant (each once, duplicates absorbed)."""

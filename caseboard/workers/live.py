@@ -59,7 +59,7 @@ def build_host(
     (``caseboard.participants``) whose participants also run here. None by default: a plain worker never
     contributes evidence (caseboard.workers.plugins). ``tenant``, ``tenant_of``, ``present``: as
     ``ConsumerHost``'s (``present`` from ``presence_for`` the broker the host consumes)."""
-    scope: dict[str, Any] = {"tenant": tenant, "tenant_of": tenant_of}
+    scope: dict[str, Any] = {"tenant": tenant, "tenant_of": tenant_of, "present": present}
     if passive:
         return ConsumerHost(store, None, {}, kinds=kinds, **scope)
     cast = load_participants(participants, kinds)
@@ -79,7 +79,6 @@ def build_host(
         kinds=kinds,
         test_hook=app.settings.worker_test_hook,
         handoff=deliverer_for(app, store).deliver,
-        present=present,
         **scope,
     )
 

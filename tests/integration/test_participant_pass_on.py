@@ -1,7 +1,8 @@
 """A plain worker beside a process that runs participants does not swallow their notifications (docs/adr/0186).
 
 Both consume the shared role queues on a real Redis. The plain worker, which runs no planner, passes each planner
-notification on to its tenant's own queue, where the process that runs the planner has announced itself; with
+notification on to the runner queue where the process that runs the planner has announced itself (its tenant's,
+or, for an operator-wide process, every tenant's: docs/adr/0187); with
 no such process anywhere it absorbs them as before (nobody would act on them, and the re-drive would send them
 forever)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import dramatiq
 import pytest
@@ -23,7 +24,8 @@ from caseboard.dispatcher.waking import WakingRedisBroker
 from caseboard.domain.contribution import Author, Contribution
 from caseboard.domain.items import Role
 from caseboard.ledger import open_ledger
-from caseboard.workers.host import ConsumerHost
+from caseboard.workers.controller import Controller
+from caseboard.workers.host import SNAPSHOT_QUEUE, ConsumerHost
 from caseboard.workers.live import consume
 from caseboard.workers.runtime import View
 from tests.conftest import REDIS_URL
@@ -82,26 +84,37 @@ def namespace() -> str:
 
 
 def plain_host(
-    store: DispatchStore, coordinator: Coordinator, namespace: str, broker: WakingRedisBroker
+    store: DispatchStore,
+    coordinator: Coordinator,
+    namespace: str,
+    broker: WakingRedisBroker,
+    tenant: str | None = "tenant-a",
 ) -> ConsumerHost:
     presence = Presence(broker.client, namespace)
-    return ConsumerHost(store, coordinator, {}, tenant="tenant-a", tenant_of=lambda key: None, present=presence.present)
+    return ConsumerHost(store, coordinator, {}, tenant=tenant, tenant_of=lambda key: None, present=presence.present)
 
 
 def processed(store: DispatchStore) -> set[tuple[str, str]]:
     return store.processed([(PLANNER_QUEUE, notice(v).id) for v in range(1, NOTICES + 1)])
 
 
+@pytest.mark.parametrize(
+    ("acting_tenant", "plain_tenant"),
+    [("tenant-a", "tenant-a"), (None, "tenant-a"), (None, None)],
+    ids=["both-of-the-tenant", "planner-operator-wide", "both-operator-wide"],
+)
 def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_that_runs_it(
-    store: DispatchStore, coordinator: Coordinator, namespace: str
+    store: DispatchStore, coordinator: Coordinator, namespace: str, acting_tenant: str | None, plain_tenant: str | None
 ) -> None:
+    """The process that runs the planner acts for the tenant (docs/adr/0186) or for every tenant (``--all-tenants``,
+    docs/adr/0187), and so may the plain worker beside it."""
     planner = RecordingPlanner()
     brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
-    acting = ConsumerHost(store, coordinator, {"planner": planner}, tenant="tenant-a", tenant_of=lambda key: None)
+    acting = ConsumerHost(store, coordinator, {"planner": planner}, tenant=acting_tenant, tenant_of=lambda key: None)
     workers: list[dramatiq.Worker] = []
     try:
         workers.append(consume(brokers[0], acting, [PLANNER_QUEUE], threads=2, poll_ms=10))
-        plain = plain_host(store, coordinator, namespace, brokers[1])
+        plain = plain_host(store, coordinator, namespace, brokers[1], tenant=plain_tenant)
         workers.append(consume(brokers[1], plain, [PLANNER_QUEUE], threads=2, poll_ms=10))
         for version in range(1, NOTICES + 1):
             brokers[1].enqueue(message_for(notice(version)))
@@ -127,3 +140,61 @@ def test_with_no_process_running_the_planner_a_plain_worker_absorbs_its_notifica
     finally:
         worker.stop()
         broker.close()
+
+
+class RecordingController(RecordingPlanner):
+    principal = "controller"
+    role = Role.CONTROLLER
+
+
+def snapshot_notice(number: int) -> Notification:
+    """The notice of workspace ``inc-<number>``'s opening."""
+    key = f"tenant-a/inc-{number}"
+    return Notification(
+        id=f"{key}@1/snapshot_changed",
+        kind="snapshot_changed",
+        audience="snapshot",
+        workspace_id=key,
+        workspace_version=1,
+    )
+
+
+@pytest.mark.parametrize(
+    "acting_tenant", ["tenant-a", None], ids=["controller-of-the-tenant", "controller-operator-wide"]
+)
+def test_a_passive_worker_passes_the_snapshot_notices_on_to_the_process_that_runs_the_controller(
+    store: DispatchStore, coordinator: Coordinator, namespace: str, acting_tenant: str | None
+) -> None:
+    """A passive worker (no coordinator, no controller) beside an agent started ``--with-controller`` took the
+    snapshot notices the controller decides on and finished them unseen: the controller never learnt of the
+    workspace (docs/adr/0188). It passes each on to the controller's runner queue."""
+    for number in range(2, NOTICES + 1):
+        opening = Contribution(
+            workspace_id=f"inc-{number}",
+            author=Author(principal="oncall-operator", role=Role.OPERATOR),
+            items=[open_item(5)],
+        )
+        assert coordinator.submit(opening, f"tenant-a/inc-{number}")["ok"]
+    controller = RecordingController()
+    brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
+    acting = ConsumerHost(
+        store, coordinator, {}, cast(Controller, controller), tenant=acting_tenant, tenant_of=lambda key: None
+    )
+    presence = Presence(brokers[1].client, namespace)
+    passive = ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None, present=presence.present)
+    workers: list[dramatiq.Worker] = []
+    try:
+        workers.append(consume(brokers[0], acting, [SNAPSHOT_QUEUE], threads=2, poll_ms=10))
+        workers.append(consume(brokers[1], passive, [SNAPSHOT_QUEUE], threads=2, poll_ms=10))
+        for version in range(1, NOTICES + 1):
+            brokers[1].enqueue(message_for(snapshot_notice(version)))
+        ids = [(SNAPSHOT_QUEUE, snapshot_notice(v).id) for v in range(1, NOTICES + 1)]
+        poll("every snapshot notice processed", lambda: len(store.processed(ids)) == NOTICES, timeout=20)
+    finally:
+        for worker in workers:
+            worker.stop()
+        for broker in brokers:
+            broker.close()
+    # the controller decided on each workspace, whichever worker took its notice from the shared queue
+    assert sorted(controller.seen) == sorted(snapshot_notice(n).id for n in range(1, NOTICES + 1))
+    assert acting.workspaces == {snapshot_notice(n).workspace_id for n in range(1, NOTICES + 1)}
