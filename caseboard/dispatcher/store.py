@@ -41,6 +41,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS caseboard_consumer_views (consumer TEXT NOT NULL, "
     "workspace_id TEXT NOT NULL, "
     "version BIGINT NOT NULL, PRIMARY KEY (consumer, workspace_id))",
+    "CREATE TABLE IF NOT EXISTS caseboard_watched (workspace_id TEXT PRIMARY KEY, version BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS caseboard_handoff_attempts (handoff_id TEXT NOT NULL, workspace_id TEXT NOT NULL, "
     "webhook TEXT NOT NULL, attempt INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL, outcome TEXT NOT NULL, "
     "detail TEXT NOT NULL, PRIMARY KEY (handoff_id, webhook, attempt))",
@@ -185,8 +186,11 @@ class DispatchStore:
             )
             return Begun(False, int(cur.fetchone()[0]))
 
-    def finish(self, consumer: str, notification_id: str, views: dict[str, int] | None = None) -> bool:
-        """Marks the notification processed together with the consumer's own effect (its views).
+    def finish(
+        self, consumer: str, notification_id: str, views: dict[str, int] | None = None, *, watch: bool = False
+    ) -> bool:
+        """Marks the notification processed together with the consumer's own effect (its views); ``watch``:
+        the views' workspaces are also the controllers' to watch (``watched``, docs/adr/0189).
 
         False when another delivery of the same notification finished first: nothing is written."""
         with self._tx() as cur:
@@ -206,7 +210,29 @@ class DispatchStore:
                     "WHERE excluded.version > caseboard_consumer_views.version",
                     (consumer, workspace_id, version),
                 )
+                if watch:
+                    cur.execute(
+                        "INSERT INTO caseboard_watched (workspace_id, version) VALUES (%s, %s) "
+                        "ON CONFLICT (workspace_id) DO UPDATE SET version = excluded.version "
+                        "WHERE excluded.version > caseboard_watched.version",
+                        (workspace_id, version),
+                    )
         return True
+
+    def watched(self) -> list[str]:
+        """The workspaces a controller took a snapshot notice of and has not seen leave the investigation: what a
+        controller that starts decides on before any notification names them (docs/adr/0189)."""
+        with self._tx() as cur:
+            cur.execute("SELECT workspace_id FROM caseboard_watched ORDER BY workspace_id")
+            return [str(row[0]) for row in cur.fetchall()]
+
+    def unwatch(self, workspace_id: str, version: int) -> None:
+        """Stop watching a workspace that is no longer under investigation at ``version``; a later version's
+        notice, a reopening's, has already watched it again and stays."""
+        with self._tx() as cur:
+            cur.execute(
+                "DELETE FROM caseboard_watched WHERE workspace_id = %s AND version <= %s", (workspace_id, version)
+            )
 
     def processed(self, notices: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Those of ``notices`` (consumer, notification id) that their consumer has processed."""

@@ -111,6 +111,7 @@ class ConsumerHost:
         self.max_attempts = max_attempts
         self.workspaces: set[str] = set()
         self._notified: set[str] = set()  # workspaces a notification named since the tick began
+        self._resumed = False  # whether the first tick took up the workspaces the controllers watch
         self._guard = threading.Lock()
 
     @property
@@ -221,7 +222,7 @@ class ConsumerHost:
         if self.test_hook == f"pause-after-effect:{consumer}":
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
-        if self.store.finish(consumer, notification.id, views):
+        if self.store.finish(consumer, notification.id, views, watch=self.controller is not None):
             log.info(
                 "notification_processed",
                 consumer=consumer,
@@ -242,6 +243,11 @@ class ConsumerHost:
         every tick a decision, which held the worker's interpreter for a second a tick at a hundred of them."""
         if self.controller is None or self.coordinator is None:
             return
+        if not self._resumed:  # a controller that starts takes up the watch of those before it (docs/adr/0189)
+            watched = [key for key in self.store.watched() if self.tenant is None or self.tenant_of(key) == self.tenant]
+            with self._guard:
+                self.workspaces.update(watched)
+            self._resumed = True
         with self._guard:
             known = sorted(self.workspaces)
             self._notified.clear()
@@ -253,10 +259,11 @@ class ConsumerHost:
 
     def _decide(self, workspace_id: str) -> bool:
         """The controller decides on the workspace at its head; False, deciding nothing, when it is not
-        ``investigating``."""
+        ``investigating`` (or is an imported record): no controller watches it any longer."""
         assert self.coordinator is not None
         version, status = self.coordinator.workspaces.head_state(workspace_id, lambda s: (s.version, s.status))[1]
-        if status != "investigating":
+        if status != "investigating" or self._record(workspace_id):
+            self.store.unwatch(workspace_id, version)
             return False
         tick = Notification(
             id=notification_id(workspace_id, version, "tick"),

@@ -1,0 +1,54 @@
+"""A worker killed while a workspace waits on its controller's clock alone: the worker started after it takes the
+workspace up (docs/adr/0189).
+
+The scripted planner asks for logs and changes, work no process of this topology takes (the worker runs only the
+certificate-check specialist). Nothing commits until the controller takes the requests back at the turn
+timeout, then escalates the workspace once no one has contributed for the stall bound. The worker is killed
+(SIGKILL) before either and another started: before the controllers' watch, the new one knew of the workspace
+only from a notification, none came, and it stayed ``investigating`` for good."""
+
+from __future__ import annotations
+
+import pytest
+
+from caseboard.cli.live_demo import open_item
+from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.ledger import open_ledger
+from tests.e2e.procs import Cluster, poll
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+WS = "incident-77"
+WORKER = ("worker", "--tenant", "tenant-a", "--participant", "scripted", "--kinds", "certificate-check")
+CLOCK = ("--turn-timeout", "4", "--tick", "0.5")
+
+
+def test_a_worker_started_after_one_killed_takes_up_the_workspaces_it_was_waiting_on(cluster: Cluster) -> None:
+    first = cluster.spawn(*WORKER, *CLOCK, CASEBOARD_STALL_AFTER_S="6")
+    poll("the worker announced", lambda: cluster.saw(first, "consumers_announced"), timeout=60)
+    cluster.spawn("dispatch", "--poll", "0.1")
+    ledger = open_ledger(cluster.database_url)
+    try:
+        coordinator = Coordinator(ledger)
+        body = {"workspace_id": WS, "author": {"principal": "oncall-operator", "role": "operator"}}
+        assert coordinator.submit(parse_contribution({**body, "items": [open_item(8)]}))["ok"]
+
+        def head() -> int:
+            return int(coordinator.workspaces.show(WS)["workspace_version"])
+
+        poll("the planner's requests", lambda: head() >= 3, timeout=30)
+        cluster.kill(first)
+        waiting = coordinator.workspaces.show(WS)
+        assert waiting["status"] == "investigating", waiting["status"]
+        cluster.spawn(*WORKER, *CLOCK, CASEBOARD_STALL_AFTER_S="6")
+
+        def settled() -> str | None:
+            status = str(coordinator.workspaces.show(WS)["status"])
+            return None if status == "investigating" else status
+
+        assert poll("the workspace settled", settled, timeout=40, every=0.5) == "human_review_required"
+        kinds = [item.type for commit in ledger.read(WS, after=waiting["workspace_version"]) for item in commit.items]
+        # the new controller took back both requests at the turn timeout, then escalated the stalled workspace
+        assert kinds.count("work_reclaim") == 2 and kinds[-1] == "status", kinds
+    finally:
+        ledger.close()
