@@ -91,9 +91,11 @@ def add_tenant_choice(parser: argparse.ArgumentParser) -> None:
 
 
 def tenant_scope(app: App, args: argparse.Namespace) -> dict[str, Any]:
-    """The ``tenant`` and ``tenant_of`` a ``ConsumerHost`` of ``add_tenant_choice``'s choice takes."""
+    """The ``tenant`` and ``tenant_of`` a ``ConsumerHost`` of ``add_tenant_choice``'s choice takes. A host of
+    every tenant knows a workspace's tenant too: it passes a notification it does not act on to a process of
+    that tenant that does (docs/adr/0190)."""
     if args.tenant is None:
-        return {"tenant": None, "tenant_of": None}
+        return {"tenant": None, "tenant_of": lambda key: app.workspaces.tenant_of(key, 5.0)}
     if not args.tenant.strip():
         raise ConfigurationError("--tenant names a tenant (or run operator-wide with --all-tenants)")
     return one_tenant(app, args.tenant)

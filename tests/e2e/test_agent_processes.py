@@ -51,14 +51,16 @@ def status_of(url: str) -> str | None:
 
 
 @pytest.mark.parametrize(
-    "beside", [None, ("--passive",), ()], ids=["agents", "beside-a-passive-worker", "beside-a-plain-worker"]
+    "beside",
+    [None, ("--passive", "--tenant", "tenant-a"), ("--tenant", "tenant-a"), ("--passive", "--all-tenants")],
+    ids=["agents", "beside-a-passive-worker", "beside-a-plain-worker", "beside-an-operator-wide-passive-worker"],
 )
 def test_the_documented_agent_processes_run_incident_042_to_an_outcome_and_drain(
     cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str], beside: tuple[str, ...] | None
 ) -> None:
-    """``beside``: the options of a ``caseboard worker`` of the tenant started after the agents (None: none), which
-    takes from the same shared queues and passes on to them what it does not run (the participants'
-    notifications; when passive, the controller's snapshot notices too: docs/adr/0186, 0188)."""
+    """``beside``: the options of a ``caseboard worker`` started after the agents (None: none), which takes from
+    the same shared queues and passes on to them what it does not run (the participants' notifications; when
+    passive, the controller's snapshot notices too: docs/adr/0186, 0188), operator-wide too (docs/adr/0190)."""
     url = cluster.database_url
     with FakeModel() as fake:
         fake.script = [  # bad replies that lose no work: each must be recorded, and the agents go on
@@ -103,7 +105,7 @@ def test_the_documented_agent_processes_run_incident_042_to_an_outcome_and_drain
         if beside is not None:
             for agent in agents:
                 poll("the agents announced", lambda agent=agent: cluster.saw(agent, "consumers_announced"), timeout=60)
-            cluster.spawn("worker", *beside, "--tenant", "tenant-a")
+            cluster.spawn("worker", *beside)
         dispatcher = cluster.spawn("dispatch", "--poll", "0.1", "--redrive-after", "20")
         ledger = open_ledger(url)
         try:
