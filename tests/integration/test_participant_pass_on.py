@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 import dramatiq
@@ -25,7 +26,7 @@ from caseboard.domain.contribution import Author, Contribution
 from caseboard.domain.items import Role
 from caseboard.ledger import open_ledger
 from caseboard.workers.controller import Controller
-from caseboard.workers.host import SNAPSHOT_QUEUE, ConsumerHost
+from caseboard.workers.host import ConsumerHost
 from caseboard.workers.live import consume
 from caseboard.workers.runtime import View
 from tests.conftest import REDIS_URL
@@ -98,6 +99,32 @@ def processed(store: DispatchStore) -> set[tuple[str, str]]:
     return store.processed([(PLANNER_QUEUE, notice(v).id) for v in range(1, NOTICES + 1)])
 
 
+def side_by_side(
+    store: DispatchStore,
+    namespace: str,
+    acting: ConsumerHost,
+    beside: Callable[[WakingRedisBroker], ConsumerHost],
+    notices: list[Notification],
+) -> None:
+    """``acting`` and the host ``beside`` makes consume the notices' shared queue, each on a broker of its own;
+    ``notices`` go in through the second one's broker. Returns once every one is processed."""
+    [queue] = {n.queue for n in notices}
+    brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
+    workers: list[dramatiq.Worker] = []
+    try:
+        workers.append(consume(brokers[0], acting, [queue], threads=2, poll_ms=10))
+        workers.append(consume(brokers[1], beside(brokers[1]), [queue], threads=2, poll_ms=10))
+        for one in notices:
+            brokers[1].enqueue(message_for(one))
+        ids = [(queue, n.id) for n in notices]
+        poll("every notification processed", lambda: len(store.processed(ids)) == len(notices), timeout=20)
+    finally:
+        for worker in workers:
+            worker.stop()
+        for broker in brokers:
+            broker.close()
+
+
 @pytest.mark.parametrize(
     ("acting_tenant", "plain_tenant"),
     [("tenant-a", "tenant-a"), (None, "tenant-a"), (None, None)],
@@ -109,21 +136,15 @@ def test_a_plain_worker_passes_the_planner_s_notifications_on_to_the_process_tha
     """The process that runs the planner acts for the tenant (docs/adr/0186) or for every tenant (``--all-tenants``,
     docs/adr/0187), and so may the plain worker beside it."""
     planner = RecordingPlanner()
-    brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
     acting = ConsumerHost(store, coordinator, {"planner": planner}, tenant=acting_tenant, tenant_of=lambda key: None)
-    workers: list[dramatiq.Worker] = []
-    try:
-        workers.append(consume(brokers[0], acting, [PLANNER_QUEUE], threads=2, poll_ms=10))
-        plain = plain_host(store, coordinator, namespace, brokers[1], tenant=plain_tenant)
-        workers.append(consume(brokers[1], plain, [PLANNER_QUEUE], threads=2, poll_ms=10))
-        for version in range(1, NOTICES + 1):
-            brokers[1].enqueue(message_for(notice(version)))
-        poll("every notification processed", lambda: len(processed(store)) == NOTICES, timeout=20)
-    finally:
-        for worker in workers:
-            worker.stop()
-        for broker in brokers:
-            broker.close()
+    notices = [notice(version) for version in range(1, NOTICES + 1)]
+    side_by_side(
+        store,
+        namespace,
+        acting,
+        lambda broker: plain_host(store, coordinator, namespace, broker, plain_tenant),
+        notices,
+    )
     # each one reached the planner, once, whichever worker took it from the shared queue
     assert sorted(planner.seen) == sorted(notice(v).id for v in range(1, NOTICES + 1))
 
@@ -176,25 +197,15 @@ def test_a_passive_worker_passes_the_snapshot_notices_on_to_the_process_that_run
         )
         assert coordinator.submit(opening, f"tenant-a/inc-{number}")["ok"]
     controller = RecordingController()
-    brokers = [WakingRedisBroker(url=REDIS_URL, namespace=namespace) for _ in range(2)]
     acting = ConsumerHost(
         store, coordinator, {}, cast(Controller, controller), tenant=acting_tenant, tenant_of=lambda key: None
     )
-    presence = Presence(brokers[1].client, namespace)
-    passive = ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None, present=presence.present)
-    workers: list[dramatiq.Worker] = []
-    try:
-        workers.append(consume(brokers[0], acting, [SNAPSHOT_QUEUE], threads=2, poll_ms=10))
-        workers.append(consume(brokers[1], passive, [SNAPSHOT_QUEUE], threads=2, poll_ms=10))
-        for version in range(1, NOTICES + 1):
-            brokers[1].enqueue(message_for(snapshot_notice(version)))
-        ids = [(SNAPSHOT_QUEUE, snapshot_notice(v).id) for v in range(1, NOTICES + 1)]
-        poll("every snapshot notice processed", lambda: len(store.processed(ids)) == NOTICES, timeout=20)
-    finally:
-        for worker in workers:
-            worker.stop()
-        for broker in brokers:
-            broker.close()
+
+    def passive(broker: WakingRedisBroker) -> ConsumerHost:
+        present = Presence(broker.client, namespace).present
+        return ConsumerHost(store, None, {}, tenant="tenant-a", tenant_of=lambda key: None, present=present)
+
+    side_by_side(store, namespace, acting, passive, [snapshot_notice(n) for n in range(1, NOTICES + 1)])
     # the controller decided on each workspace, whichever worker took its notice from the shared queue
     assert sorted(controller.seen) == sorted(snapshot_notice(n).id for n in range(1, NOTICES + 1))
     assert acting.workspaces == {snapshot_notice(n).workspace_id for n in range(1, NOTICES + 1)}
