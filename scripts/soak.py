@@ -44,10 +44,14 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from caseboard.domain.items import Role  # noqa: E402
+from caseboard.domain.workspace_key import scoped  # noqa: E402
 from caseboard.keys import open_key_store  # noqa: E402
 from caseboard.ledger import open_ledger  # noqa: E402
 from tests.http_server import observation, open_body  # noqa: E402
 from tests.private_services import PrivatePostgres, PrivateRedis, free_port, private_postgres, private_redis  # noqa: E402
+
+TENANT = "tenant-a"
+"""The tenant of every key the soak makes, and so of every workspace it opens."""
 
 CHILDREN: list[subprocess.Popen[bytes]] = []  # every process this run started: killed whatever way it ends
 
@@ -208,9 +212,9 @@ def outbox_status(url: str, redis_url: str, namespace: str) -> dict[str, Any]:
 def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, folder: Path) -> dict[str, Any]:
     url = pg.url
     keys = open_key_store(url)
-    operator = keys.create("soak-operator", (Role.OPERATOR,), "tenant-a").token
-    writers = [keys.create(f"soak-writer-{n}", (Role.SPECIALIST,), "tenant-a").token for n in range(args.writers)]
-    reader_token = keys.create("soak-reader", (Role.CONTROLLER,), "tenant-a").token
+    operator = keys.create("soak-operator", (Role.OPERATOR,), TENANT).token
+    writers = [keys.create(f"soak-writer-{n}", (Role.SPECIALIST,), TENANT).token for n in range(args.writers)]
+    reader_token = keys.create("soak-reader", (Role.CONTROLLER,), TENANT).token
     keys.close()
     namespace = "caseboard-soak"
     server = Server(url, folder)
@@ -311,7 +315,7 @@ def soak(args: argparse.Namespace, pg: PrivatePostgres, redis: PrivateRedis, fol
     ledger = open_ledger(url)
     try:
         for workspace in workspaces:
-            commits = ledger.read(workspace)
+            commits = ledger.read(scoped(TENANT, workspace))  # opened by a tenant-a key: stored under its tenant
             if [c.version for c in commits] != list(range(1, len(commits) + 1)):
                 gaps.append(workspace)
             landed = {getattr(item, "id", None): c.version for c in commits for item in c.items}
