@@ -163,12 +163,13 @@ def pass_on(broker: dramatiq.Broker, presence: Presence | None, where: Elsewhere
     announced itself there; else back to its shared queue after 50 ms,
     doubling with each hand-back, in case one starts or an operator-wide process takes it there; after
     ``HAND_BACKS`` of those, nowhere: the dispatcher re-drives it. The message taken is done with either way,
-    and a broker that does not take the new one leaves the notification to the re-drive too."""
+    and a broker that does not take the new one leaves the notification to the re-drive too. A runner queue
+    was found announced a moment ago (``ConsumerHost._run_elsewhere``): it is not asked again."""
     own = where.runner
     if own is None and where.tenant is not None:
         own = tenant_queue(where.queue, where.tenant)
     try:
-        if own is not None and presence is not None and presence.present(own):
+        if own is not None and presence is not None and (own == where.runner or presence.present(own)):
             enqueue(broker, message_from(own, body))
             return
         times = int(body.get("handed_back") or 0) + 1

@@ -25,6 +25,7 @@ from caseboard.dispatcher.broker import (
     Presence,
     actor_name,
     pass_on,
+    runner_queue,
     tenant_queue,
 )
 from caseboard.dispatcher.store import DispatchStore
@@ -107,6 +108,21 @@ def test_a_notification_of_an_unknown_tenant_goes_back_to_its_shared_queue(
     pass_on(broker, presence, Elsewhere(SHARED, None), BODY)
     [message] = taken(broker, dq_name(SHARED))
     assert message.args[0]["handed_back"] == 1
+
+
+def test_a_runner_queue_the_host_found_announced_is_sent_to_without_asking_the_broker_again(
+    broker: StubBroker, presence: Presence
+) -> None:
+    """``ConsumerHost._run_elsewhere`` has just found the runner queue announced (docs/adr/0186): one round trip
+    to Redis fewer per notification passed on."""
+    runner = runner_queue(SHARED, "tenant-b")
+    broker.declare_queue(runner)
+    asked: list[str] = []
+    counting = Presence(presence.client, presence.namespace)
+    counting.present = lambda queue: bool(asked.append(queue))  # type: ignore[method-assign]
+    pass_on(broker, counting, Elsewhere(SHARED, "tenant-b", runner=runner), BODY)
+    [message] = taken(broker, runner)
+    assert message.args == (BODY,) and asked == []
 
 
 def test_announcements_lapse(presence: Presence) -> None:
