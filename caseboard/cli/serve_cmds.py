@@ -17,10 +17,13 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from caseboard.app import App, build_app
 from caseboard.cli.demo import cite_evidence, scenario_text, store_evidence
@@ -140,12 +143,33 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
             config = uvicorn.Config(create_app(app, keys, trust_timestamps=args.trust_timestamps), **options)
             config.caseboard_limits = limits  # type: ignore[attr-defined]
             settle_startup()
-            uvicorn.Server(config).run(sockets=[listening])
+            with _sigterm_unwinds():
+                uvicorn.Server(config).run(sockets=[listening])
     finally:
         listening.close()
         keys.close()
         app.close()
     return 0
+
+
+def _exit_cleanly(*_: object) -> NoReturn:
+    raise SystemExit(0)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """After its graceful shutdown on SIGTERM, uvicorn raises the signal again under the handler it found
+    (``uvicorn.Server.capture_signals``). The default handler would end the process there, before the ledger,
+    the key store and their connections are closed; this one unwinds instead, so the process closes them and
+    exits 0, as the dispatcher, the workers and ``serve --workers N`` do on SIGTERM."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_cleanly)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _limits(args: argparse.Namespace) -> HttpLimits:

@@ -116,3 +116,34 @@ def test_serve_with_two_workers_on_postgres_commits_every_write_once(postgres_ur
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def test_serve_stopped_by_sigterm_closes_its_ledger_and_exits_0(tmp_path: Path) -> None:
+    """A service manager stops ``caseboard serve`` with SIGTERM. uvicorn shuts down gracefully, then raises the
+    signal again; the process must still close its ledger (SQLite checkpoints its write-ahead log into the
+    database file and removes it only on a clean close) and exit 0, as the dispatcher and workers do."""
+    from caseboard.domain.items import Role
+    from caseboard.keys import open_key_store
+    from tests.http_server import open_body
+
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    keys = open_key_store(url)
+    operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
+    keys.close()
+    port = free_port()
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": url, "CASEBOARD_LOG_LEVEL": "warning"}
+    command = [sys.executable, "-m", "caseboard", "serve", "--port", str(port)]
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base, process, time.monotonic() + 60)
+            auth = {"Authorization": f"Bearer {operator}"}
+            assert httpx.post(f"{base}/workspaces", json=open_body("ws-term"), headers=auth).status_code == 201
+            assert (tmp_path / "ledger.db-wal").exists()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        stderr = process.stderr.read().decode() if process.stderr else ""
+    assert process.returncode == 0, stderr[-2000:]
+    assert not (tmp_path / "ledger.db-wal").exists()
+    assert "Traceback" not in stderr
