@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -29,6 +30,13 @@ def wait_until_healthy(base: str, process: subprocess.Popen[bytes], deadline: fl
             pass
         assert time.monotonic() < deadline and process.poll() is None, "the server did not start"
         time.sleep(0.05)
+
+
+def serving(url: str, *options: str) -> tuple[str, list[str], dict[str, str]]:
+    """The base URL, command line and environment of ``caseboard serve`` on ``url``, on a free port."""
+    port = free_port()
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": url, "CASEBOARD_LOG_LEVEL": "warning"}
+    return f"http://127.0.0.1:{port}", [sys.executable, "-m", "caseboard", "serve", "--port", str(port), *options], env
 
 
 def test_serve_demo_prints_keys_and_a_curl_line_that_works(tmp_path: Path) -> None:
@@ -94,12 +102,9 @@ def test_serve_with_two_workers_on_postgres_commits_every_write_once(postgres_ur
     operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
     specialist = keys.create("spec", (Role.SPECIALIST,), "tenant-a").token
     keys.close()
-    port = free_port()
-    env = {**os.environ, "CASEBOARD_DATABASE_URL": postgres_url, "CASEBOARD_LOG_LEVEL": "warning"}
-    command = [sys.executable, "-m", "caseboard", "serve", "--port", str(port), "--workers", "2"]
+    base, command, env = serving(postgres_url, "--workers", "2")
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         try:
-            base = f"http://127.0.0.1:{port}"
             wait_until_healthy(base, process, time.monotonic() + 60)
             auth = {"Authorization": f"Bearer {operator}"}
             assert httpx.post(f"{base}/workspaces", json=open_body("ws-workers"), headers=auth).status_code == 201
@@ -127,15 +132,11 @@ def test_serve_stopped_by_sigterm_closes_its_ledger_and_exits_0(tmp_path: Path) 
     from tests.http_server import open_body
 
     url = f"sqlite:///{tmp_path}/ledger.db"
-    keys = open_key_store(url)
-    operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
-    keys.close()
-    port = free_port()
-    env = {**os.environ, "CASEBOARD_DATABASE_URL": url, "CASEBOARD_LOG_LEVEL": "warning"}
-    command = [sys.executable, "-m", "caseboard", "serve", "--port", str(port)]
+    with contextlib.closing(open_key_store(url)) as keys:
+        operator = keys.create("op", (Role.OPERATOR,), "tenant-a").token
+    base, command, env = serving(url)
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         try:
-            base = f"http://127.0.0.1:{port}"
             wait_until_healthy(base, process, time.monotonic() + 60)
             auth = {"Authorization": f"Bearer {operator}"}
             assert httpx.post(f"{base}/workspaces", json=open_body("ws-term"), headers=auth).status_code == 201
