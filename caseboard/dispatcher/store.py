@@ -220,8 +220,9 @@ class DispatchStore:
         return True
 
     def watched(self) -> list[str]:
-        """The workspaces a controller took a snapshot notice of and has not seen leave the investigation: what a
-        controller that starts decides on before any notification names them (docs/adr/0189)."""
+        """The workspaces whose snapshot notice a controller took (or a host without one absorbed, none being
+        announced) and that no controller has seen leave the investigation since: what a controller that starts
+        decides on before any notification names them (docs/adr/0189, 0191)."""
         with self._tx() as cur:
             cur.execute("SELECT workspace_id FROM caseboard_watched ORDER BY workspace_id")
             return [str(row[0]) for row in cur.fetchall()]

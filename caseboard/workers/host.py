@@ -222,7 +222,10 @@ class ConsumerHost:
         if self.test_hook == f"pause-after-effect:{consumer}":
             log.warning("worker_test_hook", notification_id=notification.id, pid=os.getpid())
             threading.Event().wait()
-        if self.store.finish(consumer, notification.id, views, watch=self.controller is not None):
+        # a snapshot notice is the controllers' to watch, also when a host without a controller absorbs it because
+        # none was announced: a controller that starts later takes the workspace up (docs/adr/0189, 0191)
+        watch = self.controller is not None or notification.audience == "snapshot"
+        if self.store.finish(consumer, notification.id, views, watch=watch):
             log.info(
                 "notification_processed",
                 consumer=consumer,

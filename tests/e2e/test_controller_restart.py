@@ -6,7 +6,11 @@ certificate-check specialist). Nothing commits until the controller takes the re
 timeout, then escalates the workspace once no one has contributed for the stall bound. The worker is killed
 (SIGKILL) once the controller has scheduled the specialists, and another started: before the controllers'
 watch, the new one knew of the workspace only from a notification, none came, and it stayed ``investigating``
-for good."""
+for good.
+
+A controller's process started after a passive worker that was alone when a workspace opened: the passive worker
+found no controller announced and absorbed the opening's notice, and nothing told the controller of it before
+ADR 0191."""
 
 from __future__ import annotations
 
@@ -57,5 +61,35 @@ def test_a_worker_started_after_one_killed_takes_up_the_workspaces_it_was_waitin
         # the new controller took back both requests at the turn timeout (again at each timeout after), then escalated
         # the stalled workspace
         assert kinds[:2] == ["work_reclaim", "work_reclaim"] and kinds[-1] == "status", kinds
+    finally:
+        ledger.close()
+
+
+def test_a_controller_started_after_a_passive_worker_took_an_opening_alone_takes_the_workspace_up(
+    cluster: Cluster,
+) -> None:
+    passive = cluster.spawn("worker", "--passive", "--tenant", "tenant-a")
+    poll("the passive worker announced", lambda: cluster.saw(passive, "consumers_announced"), timeout=60)
+    cluster.spawn("dispatch", "--poll", "0.1")
+    ledger = open_ledger(cluster.database_url)
+    try:
+        coordinator = Coordinator(ledger)
+        body = {"workspace_id": WS, "author": {"principal": "oncall-operator", "role": "operator"}}
+        assert coordinator.submit(parse_contribution({**body, "items": [open_item(8)]}))["ok"]
+
+        def taken() -> bool:
+            status = cluster.status()
+            return bool(status["delivered"] > 0 and status["pending"] == 0 and status["unprocessed"] == 0)
+
+        poll("the opening's notices taken by the passive worker", taken, timeout=30)
+        assert coordinator.workspaces.show(WS)["workspace_version"] == 1
+        cluster.spawn("worker", "--tenant", "tenant-a", "--participant", "scripted", "--tick", "0.5")
+
+        def settled() -> str | None:
+            status = str(coordinator.workspaces.show(WS)["status"])
+            return None if status == "investigating" else status
+
+        assert poll("the workspace settled", settled, timeout=60, every=0.5) == "human_review_required"
+        assert ledger.read(WS, after=1, upto=2)[0].author.role == "controller"  # cycle 1, at its first tick
     finally:
         ledger.close()

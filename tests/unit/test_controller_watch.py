@@ -55,8 +55,8 @@ def test_the_store_watches_what_a_controller_took_and_a_later_version_outlives_a
 ) -> None:
     store.begin(SNAPSHOT_QUEUE, "n1")
     assert store.finish(SNAPSHOT_QUEUE, "n1", {"ws-1": 3}, watch=True)
-    store.begin(SNAPSHOT_QUEUE, "n2")
-    assert store.finish(SNAPSHOT_QUEUE, "n2", {"ws-2": 1})  # a passive host's: nobody would unwatch it
+    store.begin("caseboard.history", "n2")
+    assert store.finish("caseboard.history", "n2", {"ws-2": 1})  # a view taken in, not a controller's to watch
     assert store.watched() == ["ws-1"]
     store.begin(SNAPSHOT_QUEUE, "n3")
     assert store.finish(SNAPSHOT_QUEUE, "n3", {"ws-1": 5}, watch=True)  # reopened at 5
@@ -81,6 +81,22 @@ def test_a_controller_that_starts_decides_on_what_the_one_before_it_watched(
     elsewhere = controller_host(coordinator, store, tenant="tenant-b")
     elsewhere.tick()
     assert elsewhere.workspaces == set()
+
+
+def test_a_controller_started_after_a_passive_host_absorbed_the_opening_takes_the_workspace_up(
+    coordinator: Coordinator, store: DispatchStore
+) -> None:
+    """docs/adr/0191: the passive host found no controller announced and absorbed the opening's snapshot notice;
+    before, the workspace stayed at version 1 for good."""
+    passive = ConsumerHost(
+        store, None, {}, tenant="tenant-a", tenant_of=lambda key: "tenant-a", present=lambda q: False
+    )
+    assert passive.handle(snapshot(1)) is None
+    assert coordinator.ledger.head(WS) == 1
+    late = controller_host(coordinator, store, tenant="tenant-a")
+    late.tick()
+    assert coordinator.ledger.head(WS) == 2  # it scheduled cycle 1
+    assert late.workspaces == {WS}
 
 
 def test_a_workspace_out_of_investigation_is_no_longer_watched(coordinator: Coordinator, store: DispatchStore) -> None:
