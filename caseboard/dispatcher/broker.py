@@ -30,6 +30,10 @@ HAND_BACKS = 8
 (after 50 ms, doubling: about 13 s in all) before it is left to the dispatcher's re-drive (docs/adr/0183)."""
 PRESENCE_TTL_S = 15.0
 """How long a consumer's announcement lasts; a running process renews it every third of that (``Announcing``)."""
+RESTART_GRACE_S = 10.0
+"""How long the announcement of a process that stops outlives it (``Announcing``): what is passed on to its
+queues meanwhile waits there for the process that replaces it, where a participant's turn found nobody announced
+and was absorbed as a pass (docs/adr/0192). A process that does not come back leaves it to the re-drive."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,7 @@ def pass_on(broker: dramatiq.Broker, presence: Presence | None, where: Elsewhere
 class Presence:
     """Which queues a running process consumes, in Redis beside the broker's own keys: a process of one tenant
     announces its tenant's own queues (``tenant_queue``) while it runs, each announcement lasting ``ttl_s``, and
-    withdraws them when it stops; another tenant's process asks before passing a notification on. ``client``:
+    shortens them to a restart's grace when it stops; another process asks before passing a notification on. ``client``:
     the broker's own Redis client (``RedisBroker.client``), ``namespace`` its namespace."""
 
     def __init__(self, client: Any, namespace: str, ttl_s: float = PRESENCE_TTL_S) -> None:
@@ -201,10 +205,12 @@ class Presence:
             pipe.set(self._key(queue), b"1", px=self.ttl_ms)
         pipe.execute()
 
-    def withdraw(self, queues: Iterable[str]) -> None:
-        keys = [self._key(queue) for queue in queues]
-        if keys:
-            self.client.delete(*keys)
+    def linger(self, queues: Iterable[str], seconds: float) -> None:
+        """The announcements of ``queues`` end ``seconds`` from now (``RESTART_GRACE_S``)."""
+        pipe = self.client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.pexpire(self._key(queue), int(seconds * 1000))
+        pipe.execute()
 
     def present(self, queue: str) -> bool:
         """Whether a process consuming ``queue`` announced itself within the last ``ttl_s``; a broker that does
@@ -219,7 +225,8 @@ class Presence:
 
 class Announcing(Middleware):
     """Announces ``queues`` on ``presence`` from before a dramatiq worker consumes until it begins to shut down,
-    renewed every third of the announcement's life; a renewal the broker does not take is tried at the next.
+    renewed every third of the announcement's life, then for ``RESTART_GRACE_S`` more (a restart's: docs/adr/0192);
+    a renewal the broker does not take is tried at the next.
     ``consumers_announced`` is logged when the announcement holds again, a warning when it stops holding."""
 
     def __init__(self, presence: Presence, queues: list[str]) -> None:
@@ -261,7 +268,7 @@ class Announcing(Middleware):
         if self._thread is not None:
             self._thread.join()
         with contextlib.suppress(redis.RedisError):  # else the announcements lapse on their own
-            self.presence.withdraw(self.queues)
+            self.presence.linger(self.queues, RESTART_GRACE_S)
 
 
 @dataclass(frozen=True)
