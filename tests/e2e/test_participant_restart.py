@@ -9,8 +9,6 @@ anything left to do") or waited on a turn timeout."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from caseboard.cli.live_demo import open_item
@@ -35,9 +33,15 @@ def test_a_participants_process_restarted_beside_a_plain_worker_loses_no_turn(cl
         for workspace in WORKSPACES:
             body = {"workspace_id": workspace, "author": {"principal": "oncall-operator", "role": "operator"}}
             assert coordinator.submit(parse_contribution({**body, "items": [open_item(8)]}))["ok"]
-        time.sleep(1.5)  # mid-investigation: each has had a cycle or two
+
+        def heads() -> list[int]:
+            return [int(coordinator.workspaces.show(w)["workspace_version"]) for w in WORKSPACES]
+
+        poll("every investigation under way", lambda: min(heads()) >= 3, timeout=30, every=0.05)
         cluster.stop(scripted)
         assert scripted.returncode == 0
+        # the restart falls within the investigations (here each was at version 4-9 of about 16)
+        assert "investigating" in {str(coordinator.workspaces.show(w)["status"]) for w in WORKSPACES}
         cluster.spawn(*SCRIPTED)
 
         def outcomes() -> dict[str, str] | None:
