@@ -224,8 +224,7 @@ class ConsumerHost:
             threading.Event().wait()
         # a snapshot notice is the controllers' to watch, also when a host without a controller absorbs it because
         # none was announced: a controller that starts later takes the workspace up (docs/adr/0189, 0191)
-        watch = self.controller is not None or notification.audience == "snapshot"
-        if self.store.finish(consumer, notification.id, views, watch=watch):
+        if self.store.finish(consumer, notification.id, views, watch=notification.audience == "snapshot"):
             log.info(
                 "notification_processed",
                 consumer=consumer,

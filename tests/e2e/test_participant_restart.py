@@ -2,10 +2,10 @@
 plain worker: every investigation reaches its outcome (docs/adr/0192).
 
 The plain worker consumes the participants' shared queues too, and passes a participant's notification on to a
-process that has announced itself as running it. The stopping process withdrew its announcements, so the plain
-worker found nobody during the restart and absorbed the turns it took: each counted as a pass, and a workspace
-whose planner or verifier was wanted was handed to a person as ``evidence_incomplete`` ("no participant has
-anything left to do") or waited on a turn timeout."""
+process that has announced itself as running it. Before ADR 0192 the stopping process withdrew its announcements, so
+the plain worker found nobody during the restart and absorbed the turns it took: each counted as a pass, and a
+workspace whose planner or verifier was wanted was handed to a person as ``evidence_incomplete`` ("no participant
+has anything left to do") or waited on a turn timeout."""
 
 from __future__ import annotations
 

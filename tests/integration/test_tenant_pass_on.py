@@ -1,8 +1,7 @@
 """Where another tenant's notification goes (docs/adr/0183): at once to its tenant's own queue when a process of
 that tenant announced itself there, else back to its shared queue with a growing delay, eight times at most,
 then to nobody (the dispatcher re-drives it); announcements lapse, a stopping worker's lasts a restart's grace
-(docs/adr/0192), and a
-running one announces itself again once a restarted broker answers."""
+(docs/adr/0192), and a running one announces itself again once a restarted broker answers."""
 
 from __future__ import annotations
 
