@@ -81,8 +81,17 @@ def offline_browser() -> Iterator[Callable[..., Any]]:
         )
 
         @contextmanager
-        def opened(allowed: Callable[[str], bool], width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, Seen]]:
+        def opened(
+            allowed: Callable[[str], bool], width: int = 1400, height: int = 1000, intercept: bool = True
+        ) -> Iterator[tuple[Any, Seen]]:
+            """``intercept=False`` routes nothing: the page loads as in a person's browser, and a request
+            ``allowed`` refuses is only recorded. Chromium does not route what it asks for on its own (a site's
+            icon), and on a routed page such a request's failure is not reported either."""
             seen = Seen()
+
+            def watched(request: Any) -> None:
+                if not allowed(request.url):
+                    seen.refused.append(request.url)
 
             def offline(route: Route) -> None:
                 if allowed(route.request.url):
@@ -100,7 +109,10 @@ def offline_browser() -> Iterator[Callable[..., Any]]:
                 page = context.new_page()
                 page.on("console", console)
                 page.on("pageerror", lambda error: seen.errors.append(f"pageerror: {error}"))
-                page.route("**/*", offline)
+                if intercept:
+                    page.route("**/*", offline)
+                else:
+                    page.on("request", watched)
                 yield page, seen
             finally:
                 context.close()

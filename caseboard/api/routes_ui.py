@@ -60,7 +60,7 @@ JSON_ERRORS: dict[int | str, dict[str, Any]] = {
 """The API's refusals, declared as JSON (a page route's own answers are HTML)."""
 
 LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>caseboard: sign in</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <style>body{{font:14px system-ui,sans-serif;margin:3em 1em}}input{{width:32em;max-width:90%}}</style></head><body>
 <h1>caseboard console</h1><p>{message}</p>
 <form method="post" action="/ui/login"><label>API key <input type="password" name="token" autocomplete="off">

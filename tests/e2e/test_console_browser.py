@@ -299,6 +299,22 @@ def test_no_two_graph_labels_overlap_on_incident_042_and_the_largest_corpus_inci
     assert seen.errors == [] and seen.refused == []
 
 
+def test_a_browser_that_routes_nothing_asks_for_nothing_the_console_does_not_serve(
+    console: Console, browser: Callable[..., Any]
+) -> None:
+    """A person's browser asks a site for its icon unless the page names one, and logs the 404 as an error in
+    its console. Every page names an empty icon, so nothing is asked for that the server does not serve."""
+    with browser(console.ours, width=DESKTOP, intercept=False) as (page, seen):
+        page.goto(console.server.base_url + "/ui/")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(1000)  # the icon is asked for after the load
+        sign_in(page, console, console.token_a)
+        page.goto(f"{console.server.base_url}/ui/workspaces/incident-042")
+        page.wait_for_selector("#cy[data-ready='1']", timeout=10_000)
+        page.wait_for_timeout(1000)
+    assert seen.errors == [] and seen.refused == []
+
+
 PAGES = {
     "list": "/ui/",
     "investigation": "/ui/workspaces/incident-042",
