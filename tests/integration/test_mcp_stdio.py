@@ -149,3 +149,54 @@ def test_caseboard_mcp_without_a_valid_key_is_one_line_and_exit_status_2(tmp_pat
         )
         assert done.returncode == 2 and done.stdout == ""
         assert len(done.stderr.strip().splitlines()) == 1 and "CASEBOARD_API_KEY" in done.stderr
+
+
+def piped(url: str, key: str, requests: list[dict[str, Any]], trailing: str = "") -> dict[Any, dict[str, Any]]:
+    """The answers, by request id, of ``caseboard mcp`` given ``requests`` on a pipe that is then closed."""
+    initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *requests,
+    ]
+    parameters = stdio_parameters(url, key)
+    done = subprocess.run(
+        [parameters.command, *parameters.args],
+        env={**(parameters.env or {}), "PATH": os.environ.get("PATH", "")},
+        input="\n".join(json.dumps(line) for line in lines) + "\n" + trailing,  # written whole, then closed
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+
+
+def submission(number: int, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": number,
+        "method": "tools/call",
+        "params": {"name": "submit", "arguments": arguments},
+    }
+
+
+def test_requests_piped_in_are_all_answered_after_standard_input_ends(tmp_path: Path) -> None:
+    """A script pipes its requests into ``caseboard mcp`` and closes the pipe: every request read before the end
+    of input is answered before the process exits (the SDK's loop would cancel those still running), the
+    submissions among them are committed, and a line that is no JSON-RPC message gets an error with a null id."""
+    url = f"sqlite:///{tmp_path}/mcp.db"
+    opened = piped(url, token(url, "oncall-operator", "operator"), [submission(2, open_arguments("ws-piped"))])
+    assert opened[2]["result"]["structuredContent"]["ok"], opened
+    numbers = range(2, 10)
+    requests = [
+        submission(n, {"workspace_id": "ws-piped", "items": [observation(f"obs-{n}", f"piped observation {n}")]})
+        for n in numbers
+    ]
+    answers = piped(url, token(url, "log-specialist", "specialist"), requests, trailing="not json\n")
+    assert set(answers) == {None, 1, *numbers}, answers
+    assert answers[None]["error"]["code"] == -32700
+    outcomes = [answers[n]["result"]["structuredContent"] for n in numbers]
+    assert all(outcome["ok"] for outcome in outcomes), outcomes
+    assert sorted(outcome["workspace_version"] for outcome in outcomes) == list(range(2, 2 + len(numbers)))
