@@ -74,12 +74,15 @@ def serve_stdio(app: App, keys: KeyStore, credentials: Credentials, *, trust_tim
 
             async def inbound() -> None:
                 async with to_server:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            await write_stream.send(SessionMessage(unreadable(item)))
-                            continue
-                        unanswered.read(item)
-                        await to_server.send(item)
+                    try:
+                        async for item in read_stream:
+                            if isinstance(item, Exception):
+                                await write_stream.send(SessionMessage(unreadable(item)))
+                                continue
+                            unanswered.read(item)
+                            await to_server.send(item)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return  # the loop ended on its own: nothing is left to answer
                     await unanswered.drained(DRAIN_S)
 
             async def outbound() -> None:
