@@ -111,6 +111,16 @@ def test_what_the_parser_cannot_read_is_invalid_at_the_root(raw: bytes) -> None:
     assert found.reason.value == "invalid" and found.field == "$"
 
 
+def test_a_body_behind_a_byte_order_mark_is_refused_naming_the_mark() -> None:
+    body = json.dumps(contribution()).encode()
+    assert isinstance(parse_json(Contribution, body), Contribution)
+    for marked in ("\ufeff".encode() + body, "\ufeff" + body.decode()):  # a file's bytes, and a line read as text
+        found = refusal(marked)
+        assert found.reason.value == "invalid" and found.field == "$"
+        assert "byte order mark (U+FEFF)" in str(found)
+    assert "byte order mark" not in str(refusal(b"\xff{"))  # other unreadable bytes keep the parser's words
+
+
 def test_every_recorded_scenario_contribution_is_strictly_valid() -> None:
     files = [*sorted((ROOT / "corpus" / "scenarios").glob("*.jsonl")), ROOT / "caseboard/scenarios/incident-042.jsonl"]
     shared = ROOT.parent / "shared" / "scenarios" / "incident-042.jsonl"
