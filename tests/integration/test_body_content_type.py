@@ -1,7 +1,7 @@
 """A JSON body sent under another content type (``curl -d`` sends ``application/x-www-form-urlencoded``) is
 never read as JSON: its refusal says so and names the header to send, on every route that takes a JSON body,
 instead of pydantic's words for bytes that are not an object. A body that names no type, or a JSON one, is read
-as JSON as before, so a JSON body that is not an object keeps pydantic's words."""
+as JSON as before, so a JSON body that is not an object keeps the parser's words."""
 
 from __future__ import annotations
 
