@@ -20,6 +20,7 @@ A body over the size limit is ``invalid`` with 413 (docs/adr/0045).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -216,13 +217,14 @@ async def on_api_error(request: Request, error: Exception) -> JSONResponse:
 async def on_validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
     transport = ("body", "query", "path", "header", "cookie")
+    found = error.errors()
     problems = [
         {**problem, "loc": tuple(problem.get("loc", ()))[1:]}
         if tuple(problem.get("loc", ()))[:1] and problem["loc"][0] in transport
         else problem
-        for problem in error.errors()
+        for problem in found
     ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
-    content_type = _not_json(request, error)
+    content_type = _not_json(request, found)
     if content_type is not None:  # the body was never read as JSON: say so, not what its bytes are not
         message = (
             f"the body was sent as {content_type!r}, which is not read as JSON: "
@@ -232,7 +234,7 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
     return counted(request, JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422))
 
 
-def _not_json(request: Request, error: RequestValidationError) -> str | None:
+def _not_json(request: Request, problems: Sequence[Any]) -> str | None:
     """The content type of a body refused whole because FastAPI does not read it as JSON (it reads a body as JSON
     when it names no type, ``application/json`` or ``application/*+json``), else None."""
     headers = getattr(request, "headers", None)  # a handler may be called without a request (in-process)
@@ -240,7 +242,7 @@ def _not_json(request: Request, error: RequestValidationError) -> str | None:
     media = content_type.split(";")[0].strip().lower()
     if not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
         return None
-    whole_body = any(tuple(problem.get("loc", ())) == ("body",) for problem in error.errors())
+    whole_body = any(tuple(problem.get("loc", ())) == ("body",) for problem in problems)
     return content_type[:100] if whole_body else None
 
 

@@ -12,6 +12,7 @@ regular expression over the bytes: a string (or key) escaping NUL or another ref
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Sequence
@@ -58,10 +59,6 @@ def too_many_values(body: bytes, limit: int = MAX_JSON_VALUES) -> bool:
     return total - _structural(b"".join(pieces[1::2])) >= limit  # the odd pieces are the strings' contents
 
 
-BYTE_ORDER_MARK = "\ufeff".encode()
-"""What some editors put before a file's text; JSON allows none (RFC 8259, section 8.1)."""
-
-
 def parse_json(model: type[M], raw: str | bytes) -> M:
     """``raw`` validated strictly as JSON into ``model``, or an ``invalid`` ``Refusal`` naming the field."""
     body = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
@@ -75,7 +72,7 @@ def parse_json(model: type[M], raw: str | bytes) -> M:
     try:
         parsed = model.model_validate_json(body, strict=True)
     except ValidationError as error:
-        if body.startswith(BYTE_ORDER_MARK):  # an editor's mark, not the JSON's fault: say so rather than where
+        if body.startswith(codecs.BOM_UTF8):  # an editor's mark (JSON allows none, RFC 8259 8.1): name it
             message = "$: not JSON: it begins with a byte order mark (U+FEFF); save or send it as UTF-8 without one"
             raise Refusal(Reason.INVALID, message, field="$") from None
         raise refusal_from(error.errors(include_url=False, include_input=False)) from None
