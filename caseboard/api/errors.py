@@ -224,26 +224,22 @@ async def on_validation_error(request: Request, error: Exception) -> JSONRespons
         else problem
         for problem in found
     ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
-    content_type = _not_json(request, found)
-    if content_type is not None:  # the body was never read as JSON: say so, not what its bytes are not
-        message = (
-            f"the body was sent as {content_type!r}, which is not read as JSON: "
-            "send it with Content-Type: application/json"
-        )
+    sent_as = _not_json(request, error.body, found)
+    if sent_as is not None:  # the body was never read as JSON: say so, not what its bytes are not
+        message = f"the body was sent {sent_as}, which is not read as JSON: send it with Content-Type: application/json"
         problems = [{"loc": (), "msg": message, "type": "content_type"}]
     return counted(request, JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422))
 
 
-def _not_json(request: Request, problems: Sequence[Any]) -> str | None:
-    """The content type of a body refused whole because FastAPI does not read it as JSON (it reads a body as JSON
-    when it names no type, ``application/json`` or ``application/*+json``), else None."""
+def _not_json(request: Request, body: Any, problems: Sequence[Any]) -> str | None:
+    """How a body refused whole was sent (``as 'text/plain'``, ``with no Content-Type``) when FastAPI did not
+    read it as JSON, else None. FastAPI hands the body on as bytes exactly then: its content type is neither
+    ``application/json`` nor ``application/*+json``, none included (its ``strict_content_type``)."""
+    if not isinstance(body, bytes) or not any(tuple(problem.get("loc", ())) == ("body",) for problem in problems):
+        return None
     headers = getattr(request, "headers", None)  # a handler may be called without a request (in-process)
     content_type = (headers.get("content-type") or "").strip() if headers is not None else ""
-    media = content_type.split(";")[0].strip().lower()
-    if not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
-        return None
-    whole_body = any(tuple(problem.get("loc", ())) == ("body",) for problem in problems)
-    return content_type[:100] if whole_body else None
+    return f"as {content_type[:100]!r}" if content_type else "with no Content-Type"
 
 
 DATABASE_UNAVAILABLE = "the database cannot be reached right now; retry shortly"

@@ -141,9 +141,8 @@ class CaseboardAPI(FastAPI):
         if length is not None and length.isdigit() and int(length) > limit:
             await self._answer(too_large(int(length), limit), scope, receive, send, route, started)
             return None
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        if not (content_type == b"application/json" or content_type.endswith(b"+json")):
-            return receive  # not parsed as JSON by the route either: it refuses the body as it is
+        if not read_as_json(headers.get(b"content-type", b"")):
+            return receive  # not read as JSON by the route either: it refuses the body, naming its type
         body, complete = await _read_body(receive, limit)
         if not complete:
             if len(body) <= limit:  # the client went away: nothing to answer
@@ -257,6 +256,13 @@ def _control_characters(scope: Scope) -> Response | None:
         "field": field,
     }
     return JSONResponse(body, status_code=422)
+
+
+def read_as_json(content_type: bytes) -> bool:
+    """Whether the route reads a body sent under ``content_type`` as JSON, by FastAPI's rule (its strict
+    content type): ``application/json`` or ``application/*+json``, parameters aside; no type is not."""
+    kind, _, subtype = content_type.split(b";")[0].strip().lower().partition(b"/")
+    return kind == b"application" and b"/" not in subtype and (subtype == b"json" or subtype.endswith(b"+json"))
 
 
 def _first_headers(scope: Scope) -> dict[bytes, bytes]:
