@@ -119,13 +119,13 @@ class Unanswered:
     """The ids of the requests read and not yet answered (a request the client cancels needs no answer)."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
+        self.ids: set[int | str] = set()  # as sent: 1 and "1" are two requests
         self._changed = anyio.Event()
 
     def read(self, item: SessionMessage) -> None:
         message = item.message
         if isinstance(message, JSONRPCRequest):
-            self.ids.add(str(message.id))
+            self.ids.add(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
             self._answered((message.params or {}).get("requestId"))
 
@@ -140,6 +140,7 @@ class Unanswered:
                 await self._changed.wait()
 
     def _answered(self, request_id: Any) -> None:
-        self.ids.discard(str(request_id))
+        if isinstance(request_id, int | str):  # a cancellation may name anything
+            self.ids.discard(request_id)
         self._changed.set()
         self._changed = anyio.Event()

@@ -200,3 +200,21 @@ def test_requests_piped_in_are_all_answered_after_standard_input_ends(tmp_path: 
     outcomes = [answers[n]["result"]["structuredContent"] for n in numbers]
     assert all(outcome["ok"] for outcome in outcomes), outcomes
     assert sorted(outcome["workspace_version"] for outcome in outcomes) == list(range(2, 2 + len(numbers)))
+
+
+def test_a_request_id_is_told_apart_from_the_same_digits_as_text(tmp_path: Path) -> None:
+    """Ids ``3`` and ``"3"`` are two requests (JSON-RPC 2.0 ids are numbers or strings): a quick answer to the
+    number does not end the wait for a submission sent under the string."""
+    url = f"sqlite:///{tmp_path}/mcp.db"
+    opened = piped(url, token(url, "oncall-operator", "operator"), [submission(2, open_arguments("ws-ids"))])
+    assert opened[2]["result"]["structuredContent"]["ok"], opened
+    numbers = range(2, 26)
+    requests: list[dict[str, Any]] = []
+    for n in numbers:
+        observed = {"workspace_id": "ws-ids", "items": [observation(f"obs-{n}", f"observation under id {n!r}")]}
+        requests += [{**submission(n, observed), "id": str(n)}, {"jsonrpc": "2.0", "id": n, "method": "tools/list"}]
+    answers = piped(url, token(url, "log-specialist", "specialist"), requests)
+    assert set(answers) == {1, *numbers, *map(str, numbers)}, answers
+    assert all("tools" in answers[n]["result"] for n in numbers)
+    outcomes = [answers[str(n)]["result"]["structuredContent"] for n in numbers]
+    assert all(outcome["ok"] for outcome in outcomes), outcomes
