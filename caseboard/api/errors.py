@@ -20,7 +20,6 @@ A body over the size limit is ``invalid`` with 413 (docs/adr/0045).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -216,30 +215,31 @@ async def on_api_error(request: Request, error: Exception) -> JSONResponse:
 
 async def on_validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
-    transport = ("body", "query", "path", "header", "cookie")
     found = error.errors()
+    if isinstance(error.body, bytes) and any(tuple(problem.get("loc", ())) == ("body",) for problem in found):
+        # FastAPI hands a body on as bytes exactly when it did not read it as JSON: its content type is neither
+        # application/json nor application/*+json, none included (FastAPI's strict_content_type)
+        headers = getattr(request, "headers", None)  # a handler may be called without a request (in-process)
+        return counted(request, not_json(headers.get("content-type") if headers is not None else None))
+    transport = ("body", "query", "path", "header", "cookie")
     problems = [
         {**problem, "loc": tuple(problem.get("loc", ()))[1:]}
         if tuple(problem.get("loc", ()))[:1] and problem["loc"][0] in transport
         else problem
         for problem in found
     ] or [{"loc": ("body",), "msg": "invalid request", "type": "invalid"}]
-    sent_as = _not_json(request, error.body, found)
-    if sent_as is not None:  # the body was never read as JSON: say so, not what its bytes are not
-        message = f"the body was sent {sent_as}, which is not read as JSON: send it with Content-Type: application/json"
-        problems = [{"loc": (), "msg": message, "type": "content_type"}]
     return counted(request, JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422))
 
 
-def _not_json(request: Request, body: Any, problems: Sequence[Any]) -> str | None:
-    """How a body refused whole was sent (``as 'text/plain'``, ``with no Content-Type``) when FastAPI did not
-    read it as JSON, else None. FastAPI hands the body on as bytes exactly then: its content type is neither
-    ``application/json`` nor ``application/*+json``, none included (its ``strict_content_type``)."""
-    if not isinstance(body, bytes) or not any(tuple(problem.get("loc", ())) == ("body",) for problem in problems):
-        return None
-    headers = getattr(request, "headers", None)  # a handler may be called without a request (in-process)
-    content_type = (headers.get("content-type") or "").strip() if headers is not None else ""
-    return f"as {content_type[:100]!r}" if content_type else "with no Content-Type"
+def not_json(content_type: str | None) -> JSONResponse:
+    """The 422 ``invalid`` refusal, at ``$``, of a body that was not read as JSON because of the type it was sent
+    under (``curl -d`` sends a form's), naming that type and the header to send: said so, not what its bytes
+    are not."""
+    content_type = (content_type or "").strip()
+    sent_as = f"as {content_type[:100]!r}" if content_type else "with no Content-Type"
+    message = f"the body was sent {sent_as}, which is not read as JSON: send it with Content-Type: application/json"
+    problems = [{"loc": (), "msg": message, "type": "content_type"}]
+    return JSONResponse(refusal_from(problems).outcome().as_json(), status_code=422)
 
 
 DATABASE_UNAVAILABLE = "the database cannot be reached right now; retry shortly"

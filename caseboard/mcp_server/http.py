@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from caseboard.api.errors import INTERNAL_ERROR, ApiError, on_http_error
+from caseboard.api.errors import INTERNAL_ERROR, ApiError, not_json, on_http_error
 from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.metrics import timed
 from caseboard.api.services import Services
@@ -96,13 +96,18 @@ class McpEndpoint:
             body = {"ok": False, "reason": "unavailable", "message": "the MCP endpoint is not running"}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
-        credentials = from_headers(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        credentials = from_headers(headers)
         try:
             await authenticate(self.svc, credentials.token)
         except ApiError as error:
             await JSONResponse(error.body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(
                 scope, receive, send
             )
+            return
+        content_type = headers.get("content-type")
+        if scope["method"] == "POST" and not (content_type or "").lower().startswith("application/json"):
+            await not_json(content_type)(scope, receive, send)  # the SDK's own answer is a line of plain text
             return
         await manager.handle_request(scope, receive, send)
 

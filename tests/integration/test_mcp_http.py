@@ -365,6 +365,32 @@ def test_a_request_without_a_valid_key_is_answered_401_unauthenticated(served: t
         assert answer.json()["reason"] == "unauthenticated"
 
 
+def test_a_body_not_sent_as_json_is_refused_in_the_contracts_shape(served: tuple[ServeProcess, str]) -> None:
+    """The SDK answers a POST whose type is not ``application/json`` with a line of plain text; caseboard answers
+    it as its routes answer such a body (422 ``invalid`` at ``$``, naming the type and the header to send)."""
+    server, url = served
+    key = token(url, "typed", "reporter")
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    for content_type, sent_as in (
+        ("application/x-www-form-urlencoded", "as 'application/x-www-form-urlencoded'"),
+        ("text/plain", "as 'text/plain'"),
+        (None, "with no Content-Type"),
+    ):
+        typed = headers if content_type is None else {**headers, "Content-Type": content_type}
+        answer = httpx.post(f"{server.base_url}/mcp", content=ping, headers=typed)
+        assert answer.status_code == 422, answer.text
+        assert answer.json() == {
+            "ok": False,
+            "reason": "invalid",
+            "message": f"$: the body was sent {sent_as}, which is not read as JSON: "
+            "send it with Content-Type: application/json",
+            "field": "$",
+        }
+    listed = httpx.post(f"{server.base_url}/mcp", content=ping, headers={**headers, "Content-Type": "application/json"})
+    assert listed.status_code == 200 and listed.json()["result"]["tools"], listed.text
+
+
 def test_an_unknown_tool_or_resource_is_an_invalid_refusal_naming_it(served: tuple[ServeProcess, str]) -> None:
     server, url = served
     reader = token(url, "unknowns", "reporter")
