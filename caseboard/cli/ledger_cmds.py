@@ -69,9 +69,9 @@ def open_input(name: str) -> Iterator[IO[str]]:
             stream.detach()
         return
     path = Path(name)
-    if not path.is_file():
+    if not path.exists():
         raise CaseboardError(f"cannot read {name}: no such file")
-    try:
+    try:  # a folder: "Is a directory"
         handle = path.open(encoding="utf-8", errors="surrogateescape")
     except OSError as error:
         raise CaseboardError(f"cannot read {name}: {error.strerror}") from None

@@ -123,9 +123,9 @@ def cmd_export(app: App, args: argparse.Namespace) -> int:
 
 def cmd_import(app: App, args: argparse.Namespace) -> int:
     path = Path(args.file)
-    if not path.is_file():
+    if not path.exists():
         raise CaseboardError(f"cannot read {args.file}: no such file")
-    done = import_file(app.ledger, path, args.as_workspace, args.anchor)
+    done = import_file(app.ledger, path, args.as_workspace, args.anchor)  # a folder: "cannot read X: Is a directory"
     emit_line(
         {
             "ok": True,

@@ -54,6 +54,22 @@ def test_replay_of_a_path_that_is_neither_a_file_nor_a_workspace_says_the_file_i
 
 
 @pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["submit", "incident-042", "--file", "folder"], "cannot read folder: Is a directory"),
+        (["import", "folder"], "cannot read folder: Is a directory"),
+        (["verify", "folder"], "cannot read folder: Is a directory"),
+        (["artifacts", "put", "folder"], "cannot read folder: Is a directory"),
+        (["replay", "folder"], "folder is a directory; replay takes one recorded incident file"),
+    ],
+)
+def test_a_folder_given_for_a_file_is_named_a_directory(command: list[str], said: str, tmp_path: Path) -> None:
+    (tmp_path / "folder").mkdir()
+    done = caseboard(*command, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
+    assert one_line(done) == f"caseboard: {said}\n"
+
+
+@pytest.mark.parametrize(
     "command",
     [
         ["show", "incident-042"],
