@@ -50,7 +50,7 @@ from caseboard.api.models import ContributionRequest, OpenWorkspaceRequest
 from caseboard.api.openapi_doc import complete
 from caseboard.api.routes_write import WORKSPACE_ID, commit_on_loop, respond, submit_contribution
 from caseboard.api.services import Services
-from caseboard.coordinator.parse import parse_json
+from caseboard.coordinator.parse import MAX_BODY_BYTES, parse_json
 from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.domain.text import QUERY, RAW, control_in
 from caseboard.reducers import REDUCERS
@@ -64,7 +64,6 @@ SUBMIT_PATH = re.compile(r"/workspaces/([^/]+)/contributions")
 SUBMIT_ROUTE = "/workspaces/{workspace_id}/contributions"
 OPEN_PATH = "/workspaces"
 INTAKE_PATHS = ("/intake/",)
-MAX_BODY_DEFAULT = 2 * 1024 * 1024
 WORKSPACE = re.compile(WORKSPACE_ID)
 ROLE = ROLE_HEADER.lower().encode()
 
@@ -118,7 +117,7 @@ class CaseboardAPI(FastAPI):
         """A body of the intake routes over the size limit answered with 413 in the contract's shape (as a write
         route's), before the route reads it; None when answered, else the ``receive`` to hand it on with."""
         started = time.perf_counter()
-        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_DEFAULT
+        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_BYTES
         length = _first_headers(scope).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             await self._answer(too_large(int(length), limit), scope, receive, send, scope["path"], started)
@@ -136,7 +135,7 @@ class CaseboardAPI(FastAPI):
         started = time.perf_counter()
         route = OPEN_PATH if workspace_id is None else SUBMIT_ROUTE
         headers = _first_headers(scope)
-        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_DEFAULT
+        limit = self.max_body_size if self.max_body_size is not None else MAX_BODY_BYTES
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             await self._answer(too_large(int(length), limit), scope, receive, send, route, started)

@@ -27,12 +27,10 @@ from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.metrics import MetricsMiddleware
 from caseboard.api.services import KeyCache, Services
 from caseboard.app import App
+from caseboard.coordinator.parse import MAX_BODY_BYTES
 from caseboard.domain.errors import CaseboardError
 from caseboard.keys import KeyStore
 from caseboard.replay.audit import ChainWatch, guard_for
-
-MAX_BODY_BYTES = 2 * 1024 * 1024
-"""A contribution holds at most 100 items of short claims; large material lives behind evidence_ref."""
 
 DESCRIPTION = """\
 Event-sourced incident investigation workspaces, over HTTP.

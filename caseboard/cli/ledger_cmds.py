@@ -16,6 +16,7 @@ import structlog
 from caseboard.app import App
 from caseboard.cli.output import emit_document, emit_line
 from caseboard.coordinator import Coordinator, parse_contribution
+from caseboard.coordinator.parse import MAX_BODY_BYTES
 from caseboard.domain.errors import CaseboardError, Reason, Refusal, UnknownWorkspace
 from caseboard.domain.outcome import Outcome, Refused
 from caseboard.domain.workspace_key import bare, tenant_part
@@ -83,16 +84,36 @@ def cmd_submit(app: App, args: argparse.Namespace) -> int:
     coordinator = app.coordinator(trust_timestamps=args.trust_timestamps)
     all_accepted = True
     with open_input(args.file) as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
+        for number, line in enumerate(bounded(lines, MAX_BODY_BYTES), 1):
+            if line is not None and not line.strip():
                 continue
-            outcome = submit_line(coordinator, args.workspace, line)
+            outcome = over_the_limit(args.workspace) if line is None else submit_line(coordinator, args.workspace, line)
             body = outcome.as_json()
             if isinstance(outcome, Refused):
                 body["line"] = number
                 all_accepted = False
             emit_line(body)
     return 0 if all_accepted else 1
+
+
+def bounded(lines: IO[str], limit: int) -> Iterator[str | None]:
+    """Each line of ``lines``, or None for one over ``limit`` bytes, which is read no further than that: the
+    rest of it is skipped, so a file of one huge line costs no more memory than one of a body's size."""
+    while line := lines.readline(limit + 1):
+        if len(line) > limit and not line.endswith("\n"):
+            while (rest := lines.readline(limit)) and not rest.endswith("\n"):
+                pass
+            yield None
+        elif not line.isascii() and len(line.rstrip("\n").encode("utf-8", "surrogateescape")) > limit:
+            yield None
+        else:
+            yield line
+
+
+def over_the_limit(workspace: str) -> Refused:
+    """The refusal of a line over ``MAX_BODY_BYTES``, in the words of the HTTP API's 413."""
+    message = f"the line is over the limit of {MAX_BODY_BYTES} bytes: large material lives behind evidence_ref"
+    return _refused_here(bare(workspace), Refusal(Reason.INVALID, message, field="$"))
 
 
 def submit_line(coordinator: Coordinator, workspace: str, line: str) -> Outcome:

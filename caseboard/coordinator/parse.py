@@ -35,6 +35,10 @@ MAX_JSON_VALUES = 10_000
 of ``MAX_ITEMS`` items needs, and few enough to parse and validate in a millisecond or two (about 20 ms for a
 body wrong at every value: pydantic builds one error per value). ``too_many_values`` tells without parsing."""
 
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""The largest submitted body, in bytes: over HTTP (413 beyond), over MCP, and a line of ``caseboard submit``. A
+contribution holds at most ``MAX_ITEMS`` items of short claims; large material lives behind evidence_ref."""
+
 _NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b",[{")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 

@@ -34,11 +34,11 @@ from caseboard.api.errors import INTERNAL_ERROR, ApiError, not_json, on_http_err
 from caseboard.api.fast_path import CaseboardAPI
 from caseboard.api.metrics import timed
 from caseboard.api.services import Services
+from caseboard.coordinator.parse import MAX_BODY_BYTES
 from caseboard.mcp_server.identity import authenticate, from_headers
 from caseboard.mcp_server.server import build_server
 
 MCP_PATH = "/mcp"
-MAX_BODY_BYTES = 2 * 1024 * 1024
 METHODS = ("GET", "POST", "DELETE")
 """The methods of streamable HTTP; the SDK answers each (a stateless server: a POST is a request, the others
 are refused or, for a client of the protocol before 2026-07-28, a stream of server messages)."""

@@ -227,6 +227,46 @@ def test_a_line_that_is_not_utf8_is_refused_alone_and_the_lines_after_it_are_ans
     assert "UTF-8" in outcomes[1]["message"]
 
 
+def test_a_line_over_the_body_limit_is_refused_alone_without_being_held_in_memory(tmp_path: Path) -> None:
+    """A 48 MiB line is refused in the words of the HTTP API's 413, the lines after it are answered, and the
+    process never holds it: its peak memory stays far below what reading the line whole takes (about ten times
+    the line, once parsed and refused field by field)."""
+    lines = scenario_lines()[:2]
+    huge = json.dumps(
+        {"workspace_id": "incident-042", "items": [{"type": "observation", "statement": "s" * (48 << 20)}]}
+    )
+    data = f"{lines[0]}\n{huge}\n{lines[1]}\n".encode()
+    (tmp_path / "input.jsonl").write_bytes(data)
+    command = [sys.executable, "-m", "caseboard", "submit", WS, "--trust-timestamps", "--file", "input.jsonl"]
+    measured = (
+        "import json, resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        " print(json.dumps([done.returncode, done.stdout, done.stderr,"
+        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))"
+    )
+    report = subprocess.run(
+        [sys.executable, "-c", measured, *command],
+        cwd=tmp_path,
+        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    returncode, stdout, stderr, peak_kb = json.loads(report.stdout)
+    assert returncode == 1 and "Traceback" not in stderr, stderr
+    outcomes = jsonl(stdout)
+    assert [(o["ok"], o.get("workspace_version"), o.get("line")) for o in outcomes] == [
+        (True, 1, None),
+        (False, None, 2),
+        (True, 2, None),
+    ]
+    limit = 2 * 1024 * 1024
+    assert outcomes[1]["message"] == (
+        f"the line is over the limit of {limit} bytes: large material lives behind evidence_ref"
+    )
+    assert peak_kb < 200 * 1024, f"peak memory {peak_kb} KB for a line of 48 MiB"
+
+
 def assert_one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode != 0
     assert "Traceback" not in done.stdout + done.stderr

@@ -21,8 +21,8 @@ import pytest
 
 from caseboard.api import create_app
 from caseboard.api.embedded import serve_in_thread
-from caseboard.api.server import MAX_BODY_BYTES
 from caseboard.app import build_app
+from caseboard.coordinator.parse import MAX_BODY_BYTES
 from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.settings import Settings
