@@ -63,6 +63,8 @@ def register(commands: Any) -> None:
 def open_input(name: str) -> Iterator[IO[str]]:
     """The lines of a file or of stdin; bytes that are not UTF-8 are kept so that their line is refused."""
     if name == "-":
+        if sys.stdin.isatty():  # a person at a terminal, who would otherwise see nothing happen
+            sys.stderr.write("caseboard: reading contributions from the terminal, a JSON object a line; Ctrl-D ends\n")
         stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
         try:
             yield stream

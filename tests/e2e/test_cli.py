@@ -267,6 +267,33 @@ def test_a_line_over_the_body_limit_is_refused_alone_without_being_held_in_memor
     assert peak_kb < 200 * 1024, f"peak memory {peak_kb} KB for a line of 48 MiB"
 
 
+def test_submit_from_a_terminal_says_it_is_reading_and_how_to_end(tmp_path: Path) -> None:
+    """``--file -`` at a terminal would otherwise wait in silence; from a pipe (the tests above) it says nothing."""
+    import pty
+
+    opening = scenario_lines()[0]
+    assert len(opening) < 4000  # a terminal's line discipline holds at most 4,095 bytes of a line
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "caseboard", "submit", WS, "--trust-timestamps", "--file", "-"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db"},
+    )
+    os.close(terminal)
+    try:
+        os.write(controller, opening.encode() + b"\n\x04")  # the line, then Ctrl-D at the start of the next
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        os.close(controller)
+    assert process.returncode == 0, stderr
+    assert stderr.decode().splitlines()[0] == (
+        "caseboard: reading contributions from the terminal, a JSON object a line; Ctrl-D ends"
+    )
+    assert [(o["ok"], o["workspace_version"]) for o in jsonl(stdout.decode())] == [(True, 1)]
+
+
 def assert_one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode != 0
     assert "Traceback" not in done.stdout + done.stderr
