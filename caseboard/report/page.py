@@ -31,7 +31,15 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["show"] = show
+    env.filters["source"] = source
     return env
+
+
+def source(value: Any) -> str:
+    """An observation's source as ``system · instance`` (a value of any other shape as ``show`` gives it)."""
+    if isinstance(value, dict) and value.keys() == {"system", "instance"}:
+        return f"{value['system']} · {value['instance']}"
+    return show(value)
 
 
 def show(value: Any) -> str:

@@ -7,6 +7,7 @@ screenshots are kept in a temporary directory the test prints (or ``CASEBOARD_TE
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -30,6 +31,7 @@ class Opened:
     console_errors: list[str]
     refused: list[str]
     timeline: list[str]
+    sources: dict[str, str]  # an observation's id: its source cell as shown
     challenge_edges: int
     support_edges: int
     graph_ready: str | None
@@ -45,6 +47,11 @@ def open_report(html: Path, shots: Path, name: str) -> Opened:
         page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)
         page.wait_for_timeout(300)  # the layout's last frame
         timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
+        sources = dict(
+            page.locator("#timeline tr.entry").evaluate_all(
+                "rows => rows.map(r => [r.dataset.id, r.cells[4].innerText])"
+            )
+        )
         counts: Any = page.evaluate(
             "() => [window.caseboardGraph.edges('[relation = \"challenges\"]').length,"
             " window.caseboardGraph.edges('[relation = \"supports\"]').length]"
@@ -58,7 +65,7 @@ def open_report(html: Path, shots: Path, name: str) -> Opened:
         shot = shots / f"report-{name}.png"
         page.screenshot(path=str(shot), full_page=True)
         page.locator("#graph").screenshot(path=str(shots / f"report-{name}-graph.png"))
-    return Opened(seen.errors, seen.refused, timeline, counts[0], counts[1], ready, why, chain, shot)
+    return Opened(seen.errors, seen.refused, timeline, sources, counts[0], counts[1], ready, why, chain, shot)
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +109,16 @@ def test_the_incident_042_report_shows_the_timeline_the_challenge_and_why_propos
     order = opened.timeline
     assert order.index("obs-failures-before-change") < order.index("obs-certificate-change"), order
     assert opened.challenge_edges == 1 and opened.support_edges == 2  # the challenge hides no support
+    recorded = {  # each observation of the scenario, on its own or reported by a work result
+        observed["id"]: observed["source"]
+        for line in scenario_lines()
+        for item in json.loads(line)["items"]
+        for observed in [item if item["type"] == "observation" else item.get("observation")]
+        if isinstance(observed, dict)
+    }
+    assert opened.sources == {
+        obs_id: f"{recorded[obs_id]['system']} · {recorded[obs_id]['instance']}" for obs_id in opened.timeline
+    }
     why = opened.why["proposal-008"]
     assert "requires_revalidation" in why
     assert (
