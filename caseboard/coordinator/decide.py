@@ -17,7 +17,7 @@ from typing import Any
 from caseboard.coordinator.item_rules import Citations, OverLimit, Unresolved, check_item, held
 
 __all__ = ["Behind", "Citations", "Replayed", "Unresolved", "decide"]
-from caseboard.domain.commit import Commit
+from caseboard.domain.commit import MAX_COMMIT_BYTES, Commit
 from caseboard.domain.contribution import Contribution
 from caseboard.domain.errors import CaseboardError, Reason, Refusal
 from caseboard.domain.injection import suspicious_text
@@ -130,7 +130,14 @@ def decide(
         decisions.append(decision)
     if over and len(over) == len(contribution.items):
         raise over[0]  # nothing else would land: the submitter keeps it all and is told, as before
-    return Commit.new_sealed(items=contribution.items, decisions=tuple(decisions), **envelope)
+    commit = Commit.new_sealed(items=contribution.items, decisions=tuple(decisions), **envelope)
+    if len(commit.stored_json) > MAX_COMMIT_BYTES:  # only a contribution made in process can come near (ADR 0193)
+        message = (
+            f"the commit would be {len(commit.stored_json)} bytes; at most {MAX_COMMIT_BYTES}: "
+            "large material lives behind evidence_ref"
+        )
+        raise Refusal(Reason.INVALID, message, field="items")
+    return commit
 
 
 def _check_workspace(state: WorkspaceState, contribution: Contribution) -> None:

@@ -28,6 +28,11 @@ from caseboard.domain.workspace_key import scoped
 COMMIT_TOPIC = "caseboard.commit"
 """The stored name of a commit in the ledger; never a module path."""
 
+MAX_COMMIT_BYTES = 16 * 1024 * 1024
+"""The most bytes a commit is stored as. A contribution's body is at most 2 MiB (``coordinator/parse.py``'s
+``MAX_BODY_BYTES``), which seals to far less than this; the coordinator refuses a commit that would be longer,
+and a reader of a recorded incident does not read a longer line (docs/adr/0193)."""
+
 COMMIT_SCHEMA_VERSION = 2
 """Schema 2 adds ``tenant_id``: the commit belongs to the workspace (tenant_id, workspace_id), stored under the
 key ``<tenant_id>/<workspace_id>`` (``caseboard.domain.workspace_key``). A commit of schema 1 has none and

@@ -16,10 +16,11 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from pydantic import ValidationError
 
-from caseboard.domain.commit import COMMIT_TOPIC, Commit
+from caseboard.domain.commit import COMMIT_TOPIC, MAX_COMMIT_BYTES, Commit
 from caseboard.domain.errors import CaseboardError
 from caseboard.ledger.base import EventsourcingLedger
 from caseboard.ledger.upcast import upcast_commit
@@ -44,6 +45,8 @@ class RawRecord:
     source: str
     keyed: bool = False
     """True for a stored row, whose ``position`` is its version key in the store."""
+    too_long: bool = False
+    """True for a line longer than any commit (``MAX_COMMIT_BYTES``), which was not read: ``data`` is empty."""
 
     @property
     def where(self) -> str:
@@ -51,6 +54,8 @@ class RawRecord:
 
 
 def decode_one(record: RawRecord) -> Commit:
+    if record.too_long:
+        raise UnreadableRecord(record.where, f"longer than {MAX_COMMIT_BYTES} bytes, more than any commit; not read")
     try:
         data = json.loads(record.data)
         if not isinstance(data, dict):
@@ -75,17 +80,37 @@ def decode_batch(records: Sequence[RawRecord]) -> list[Commit]:
 
 def file_records(path: Path, start: int = 0, end: int | None = None) -> Iterator[RawRecord]:
     """The lines of ``path`` as records; from ``start``, a byte where a line begins, to the line that reaches
-    ``end`` (for a segment of a file, ``verify``: its lines are numbered from 1 at ``start``)."""
+    ``end`` (for a segment of a file, ``verify``: its lines are numbered from 1 at ``start``). A line longer
+    than any commit is not read into memory: its record is ``too_long`` (a hostile file costs no more than one
+    commit's bytes a line, ADR 0193)."""
     try:
         with path.open("rb") as handle:
             handle.seek(start)
-            for number, line in enumerate(handle, 1):  # every line, blank or not: each must be a commit
-                yield RawRecord(number, line[:-1] if line.endswith(b"\n") else line, str(path))
-                start += len(line)
+            number = 0
+            while line := handle.readline(MAX_COMMIT_BYTES + 1):  # every line, blank or not: each must be a commit
+                number += 1
+                read = len(line)
+                if read > MAX_COMMIT_BYTES and not line.endswith(b"\n"):
+                    read += skip_line(handle)
+                    record = RawRecord(number, b"", str(path), too_long=True)
+                else:
+                    record = RawRecord(number, line[:-1] if line.endswith(b"\n") else line, str(path))
+                yield record
+                start += read
                 if end is not None and start >= end:
                     return
     except OSError as error:
         raise CaseboardError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def skip_line(handle: IO[bytes], chunk: int = 1 << 20) -> int:
+    """Read ``handle`` past the end of the line it is in, a chunk at a time; the bytes read."""
+    skipped = 0
+    while piece := handle.readline(chunk):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return skipped
 
 
 def ledger_records(

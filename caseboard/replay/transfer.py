@@ -25,7 +25,7 @@ from typing import IO
 
 from pydantic import TypeAdapter, ValidationError
 
-from caseboard.domain.commit import Commit
+from caseboard.domain.commit import MAX_COMMIT_BYTES, Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.items import Id
 from caseboard.domain.workspace_key import scoped, split
@@ -103,6 +103,13 @@ def import_file(
     if target != source_key:
         commits = renamed(commits, target_id)
     recorded = list(commits)
+    if target != source_key:  # a longer id makes a longer commit: none may pass what a reader reads (ADR 0193)
+        longest = max(recorded, key=lambda commit: len(commit.stored_json), default=None)
+        if longest is not None and len(longest.stored_json) > MAX_COMMIT_BYTES:
+            raise ImportRefused(
+                f"version {longest.version} would be {len(longest.stored_json)} bytes as {target!r}, over the "
+                f"{MAX_COMMIT_BYTES} a commit may be; nothing was imported"
+            )
     if recorded:  # marked before its commits land: a workspace that can be read is known to be a record
         ledger.mark_imported(target, recorded[-1].version, report.head_hash)
     try:

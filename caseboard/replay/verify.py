@@ -47,7 +47,7 @@ from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
 from caseboard.reducers import LOAD_ERRORS, REDUCERS, Reducer, WorkspaceState
-from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records
+from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records, skip_line
 
 _compact_json = TypeAdapter(Commit).dump_json
 """What ``Commit.stored_json`` makes of a decoded commit, as bytes, without keeping them on the commit."""
@@ -246,7 +246,7 @@ def _segments(path: Path, jobs: int | None) -> list[tuple[int, int]]:
         with path.open("rb") as handle:
             for number in range(1, jobs):
                 handle.seek(size * number // jobs)
-                handle.readline()  # to the start of the next line
+                skip_line(handle)  # to the start of the next line, however long this one
                 if starts[-1] < handle.tell() < size:
                     starts.append(handle.tell())
     except OSError:
