@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from caseboard.domain.commit import Commit
+from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Open
 from caseboard.evidence.cited import CitedExcerpt, cited_in, read_excerpt
 from caseboard.evidence.model import ArtifactStore
@@ -63,19 +64,39 @@ def write_excerpts(commits: list[Commit], store: ArtifactStore, out: IO[str]) ->
 
 
 def read_sidecar(path: Path) -> dict[tuple[int, int], bytes | None]:
-    """The excerpts of a sidecar by (version, item): their bytes, None for one the store no longer had."""
+    """The excerpts of a sidecar by (version, item): their bytes, None for one the store no longer had. A line
+    that is no excerpt record (a damaged or forged file) is a ``CaseboardError`` naming the line, never taken."""
     found: dict[tuple[int, int], bytes | None] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            key = (int(record["version"]), int(record["item"]))
-            if "text" in record:
-                found[key] = str(record["text"]).encode("utf-8")
-            elif "base64" in record:
-                found[key] = base64.b64decode(record["base64"])
-            else:
-                found[key] = None
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                try:
+                    key, excerpt = _excerpt(json.loads(line))
+                except (ValueError, KeyError) as error:  # bad JSON or UTF-8, a bad field, bad base64
+                    problem = f"no {error.args[0]!r}" if isinstance(error, KeyError) else str(error)[:200]
+                    raise CaseboardError(f"{path}:{number}: not an excerpt record ({problem})") from None
+                found[key] = excerpt
+    except OSError as error:
+        raise CaseboardError(f"cannot read {path}: {error.strerror or error}") from None
     return found
+
+
+def _excerpt(record: Any) -> tuple[tuple[int, int], bytes | None]:
+    """One sidecar line's key and bytes (``read_sidecar``); ``ValueError`` or ``KeyError`` when it is none."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    key = record["version"], record["item"]
+    if not all(type(part) is int for part in key):
+        raise ValueError("version and item are integers")
+    if "text" in record:
+        if not isinstance(record["text"], str):
+            raise ValueError("text is a string")
+        return key, record["text"].encode("utf-8")
+    if "base64" in record:
+        if not isinstance(record["base64"], str):
+            raise ValueError("base64 is a string")
+        return key, base64.b64decode(record["base64"], validate=True)
+    return key, None
 
 
 def check_excerpts(

@@ -57,6 +57,33 @@ def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
     assert (code, report["intact"], report["kind"], report["first_bad_version"]) == (1, False, "excerpt_mismatch", 2)
 
 
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (b"not json\n", "Expecting value: line 1 column 1 (char 0)"),
+        (b"[1]\n", "not a JSON object"),
+        (b'{"item": 0}\n', "no 'version'"),
+        (b'{"version": "x", "item": 0}\n', "version and item are integers"),
+        (b'{"version": 2, "item": 0, "text": 7}\n', "text is a string"),
+        (b'{"version": 2, "item": 0, "base64": "@@"}\n', "Only base64 data is allowed"),
+        (b"\xff\n", "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"),
+    ],
+)
+def test_a_sidecar_line_that_is_no_excerpt_is_one_line_naming_it_for_verify_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: bytes, problem: str
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    cited_workspace(tmp_path, capsys, url)
+    export = tmp_path / "ws-1.jsonl"
+    assert cli(capsys, "--database-url", url, "export", "ws-1", "--out", str(export), "--with-excerpts")[0] == 0
+    sidecar = tmp_path / "ws-1.jsonl.excerpts.jsonl"
+    sidecar.write_bytes(sidecar.read_bytes() + line)
+    for command in (["verify", str(export)], ["report", str(export), "--out", str(tmp_path / "report.html")]):
+        code, out, err = cli(capsys, *command)
+        assert (code, out) == (2, ""), err
+        assert err == f"caseboard: {sidecar}:2: not an excerpt record ({problem})\n"
+
+
 def test_a_tampered_stored_artifact_is_caught_by_verify_of_the_workspace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
