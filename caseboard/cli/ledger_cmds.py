@@ -191,6 +191,8 @@ def cmd_show(app: App, args: argparse.Namespace) -> int:
 
 
 def cmd_log(app: App, args: argparse.Namespace) -> int:
+    if args.after < 0:
+        raise CaseboardError(f"--after {args.after}: a version, 0 or more (0, the default, for every commit)")
     if app.ledger.head(args.workspace) == 0:
         raise UnknownWorkspace(args.workspace)
     for commit in app.ledger.iter_commits(args.workspace, after=args.after):

@@ -327,6 +327,7 @@ def opened_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         (["submit", WS], "--file"),
         (["show", "incident-999"], "unknown workspace 'incident-999'"),
         (["log", "incident-999"], "unknown workspace 'incident-999'"),
+        (["log", WS, "--after", "-5"], "--after -5: a version, 0 or more"),
         (["timeline", "incident-999"], "unknown workspace 'incident-999'"),
         (["show", WS, "--at-version", "99"], "version 99 does not exist"),
         (["show", WS, "--at-version", "0"], "version 0 does not exist"),
