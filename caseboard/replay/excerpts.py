@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from caseboard.domain.citations import MAX_EXCERPT_BYTES
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Open
@@ -28,6 +29,9 @@ from caseboard.evidence.model import ArtifactStore
 from caseboard.replay.verify import ChainReport, Problem
 
 SIDECAR_SUFFIX = ".excerpts.jsonl"
+MAX_LINE = 8 * MAX_EXCERPT_BYTES
+"""The longest sidecar line read: an excerpt of ``MAX_EXCERPT_BYTES`` as JSON text, where a control character
+takes six bytes (``\u0001``), with its record's other fields."""
 
 
 def sidecar_of(path: Path) -> Path:
@@ -69,8 +73,10 @@ def read_sidecar(path: Path) -> dict[tuple[int, int], bytes | None]:
     found: dict[tuple[int, int], bytes | None] = {}
     try:
         with path.open("rb") as handle:
-            for number, line in enumerate(handle, 1):
+            for number, line in enumerate(iter(lambda: handle.readline(MAX_LINE + 1), b""), 1):
                 try:
+                    if len(line) > MAX_LINE:  # no excerpt is: the rest of the line is not read (ADR 0193)
+                        raise ValueError(f"longer than {MAX_LINE} bytes; not read")
                     key, excerpt = _excerpt(json.loads(line))
                 except (ValueError, KeyError) as error:  # bad JSON or UTF-8, a bad field, bad base64
                     problem = f"no {error.args[0]!r}" if isinstance(error, KeyError) else str(error)[:200]

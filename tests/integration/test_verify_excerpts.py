@@ -67,6 +67,7 @@ def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
         (b'{"version": 2, "item": 0, "text": 7}\n', "text is a string"),
         (b'{"version": 2, "item": 0, "base64": "@@"}\n', "Only base64 data is allowed"),
         (b"\xff\n", "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"),
+        (b'{"version": 2, "item": 0, "text": "' + b"x" * (9 << 20) + b'"}\n', "longer than 8388608 bytes; not read"),
     ],
 )
 def test_a_sidecar_line_that_is_no_excerpt_is_one_line_naming_it_for_verify_and_report(
