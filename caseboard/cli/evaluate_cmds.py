@@ -79,6 +79,10 @@ def cmd_evaluate(_: Any, args: argparse.Namespace) -> int:
         configure_logging("warning", settings.log_format)
     incidents = load_corpus(Path(args.corpus))
     out = Path(args.out)
+    try:  # before the runs, not after them
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigurationError(f"cannot write {out}: {error.strerror or error}") from None
     result = evaluate(incidents, options, out, lambda url: build_app(settings, database_url=url))
     sys.stdout.write(markdown_table(result))
     sys.stdout.write(

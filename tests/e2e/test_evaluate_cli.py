@@ -48,6 +48,13 @@ def test_a_users_mistake_is_one_line_and_exit_status_2(tmp_path: Path, args: tup
     assert not (tmp_path / "out").exists()
 
 
+def test_an_out_that_cannot_be_written_is_one_line_before_any_run(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    done = caseboard(tmp_path, "evaluate", str(CORPUS), "--out", str(tmp_path / "a-file"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == f"caseboard: cannot write {tmp_path / 'a-file'}: Not a directory\n"
+
+
 def test_a_directory_that_is_not_a_corpus_is_one_line(tmp_path: Path) -> None:
     done = caseboard(tmp_path, "evaluate", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out"))
     assert (done.returncode, done.stderr.count("\n")) == (2, 1)
