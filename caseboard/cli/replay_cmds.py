@@ -116,8 +116,12 @@ def cmd_export(app: App, args: argparse.Namespace) -> int:
         raise
     sys.stderr.write(f"caseboard: exported {count} commits of {args.workspace} to {out}\n")
     if args.with_excerpts:  # docs/adr/0082
-        with excerpts.sidecar_of(out).open("w", encoding="utf-8") as handle:
-            excerpts.write_excerpts(list(read_ledger(app.ledger, args.workspace)), app.artifacts, handle)
+        sidecar = excerpts.sidecar_of(out)
+        try:
+            with sidecar.open("w", encoding="utf-8") as handle:
+                excerpts.write_excerpts(list(read_ledger(app.ledger, args.workspace)), app.artifacts, handle)
+        except OSError as error:
+            raise CaseboardError(f"cannot write {sidecar}: {error.strerror or error}") from None
     return 0
 
 

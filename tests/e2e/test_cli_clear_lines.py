@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import POSTGRES_URL, caseboard
+from tests.conftest import POSTGRES_URL, caseboard, scenario_lines
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -67,6 +67,17 @@ def test_a_folder_given_for_a_file_is_named_a_directory(command: list[str], said
     (tmp_path / "folder").mkdir()
     done = caseboard(*command, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
     assert one_line(done) == f"caseboard: {said}\n"
+
+
+def test_an_excerpts_sidecar_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(scenario_lines()[0] + "\n")
+    assert caseboard("submit", "incident-042", "--file", str(lines), url=url).returncode == 0
+    (tmp_path / "out.jsonl.excerpts.jsonl").mkdir()
+    done = caseboard("export", "incident-042", "--out", "out.jsonl", "--with-excerpts", url=url, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == "caseboard: cannot write out.jsonl.excerpts.jsonl: Is a directory"
 
 
 @pytest.mark.parametrize(
