@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,9 +59,13 @@ def cmd_put(app: App, args: argparse.Namespace) -> int:
     except OSError as error:
         raise ConfigurationError(f"cannot read {args.file}: {error.strerror}") from None
     with handle:
+        first = handle.read(BLOCK)
+        if not first:  # as over HTTP (ADR 0173): nothing is stored
+            named = "standard input" if args.file == "-" else args.file
+            raise ConfigurationError(f"{named} is empty: an artifact holds at least one byte")
         stored = app.artifacts.put(
             args.tenant,
-            _chunks(handle),
+            itertools.chain([first], _chunks(handle)),
             stored_by=args.stored_by,
             media_type=args.media_type,
             source_system=args.source_system,

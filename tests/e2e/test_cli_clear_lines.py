@@ -69,6 +69,26 @@ def test_a_folder_given_for_a_file_is_named_a_directory(command: list[str], said
     assert one_line(done) == f"caseboard: {said}\n"
 
 
+def test_an_empty_file_or_input_is_not_stored_as_an_artifact(tmp_path: Path) -> None:
+    """As over HTTP (ADR 0173): an artifact holds at least one byte."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    (tmp_path / "empty.log").write_bytes(b"")
+    done = caseboard("artifacts", "put", "empty.log", url=url, cwd=tmp_path)
+    assert one_line(done) == "caseboard: empty.log is empty: an artifact holds at least one byte\n"
+    piped = subprocess.run(
+        [sys.executable, "-m", "caseboard", "artifacts", "put", "-"],
+        input="",
+        env={**os.environ, "CASEBOARD_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert one_line(piped) == "caseboard: standard input is empty: an artifact holds at least one byte\n"
+    listed = caseboard("artifacts", "list", url=url, cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout == ""
+
+
 def test_an_excerpts_sidecar_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
     lines = tmp_path / "in.jsonl"
