@@ -89,7 +89,7 @@ class Settings:
             heartbeat_ms=_int(env, "CASEBOARD_DRAMATIQ_HEARTBEAT_MS", 60_000),
             worker_poll_ms=_int(env, "CASEBOARD_WORKER_POLL_MS", 500),
             artifact_max_bytes=_int(env, "CASEBOARD_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024),
-            trust_timestamps=env.get("CASEBOARD_TRUST_TIMESTAMPS") == "1",
+            trust_timestamps=_flag(env, "CASEBOARD_TRUST_TIMESTAMPS"),
             dispatch_test_hook=env.get("CASEBOARD_DISPATCH_TEST_HOOK") or None,
             worker_test_hook=env.get("CASEBOARD_WORKER_TEST_HOOK") or None,
             model_url=env.get("CASEBOARD_MODEL_URL") or None,
@@ -170,6 +170,14 @@ def _check_redis_url(url: str) -> None:
         raise ConfigurationError(
             f"CASEBOARD_REDIS_URL {url!r}: the database after the host is a number (/0), not {database!r}"
         )
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A setting that is on (``1``) or off (``0``, or unset): anything else is refused, never read as off."""
+    raw = env.get(name) or "0"
+    if raw not in ("0", "1"):
+        raise ConfigurationError(f"{name} must be 1 or 0, not {raw!r}")
+    return raw == "1"
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

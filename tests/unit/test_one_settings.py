@@ -38,6 +38,9 @@ def test_the_environment_is_read_into_settings() -> None:
 def test_a_bad_setting_is_one_clear_error() -> None:
     with pytest.raises(ConfigurationError, match="CASEBOARD_POOL_SIZE"):
         Settings.from_env({"CASEBOARD_POOL_SIZE": "many"})
+    for value in ("true", "yes", "maybe"):  # never silently off
+        with pytest.raises(ConfigurationError, match=f"CASEBOARD_TRUST_TIMESTAMPS must be 1 or 0, not '{value}'"):
+            Settings.from_env({"CASEBOARD_TRUST_TIMESTAMPS": value})
 
 
 @pytest.mark.parametrize("module", LOOPS)
