@@ -86,3 +86,19 @@ def test_the_ui_shows_only_the_keys_tenant_and_refuses_without_a_key(server: Run
     assert cookie.status_code == 200 and cookie.headers["content-type"].startswith("text/html")
     beyond = httpx.get(page + "?version=21", headers={"Authorization": f"Bearer {mine}"}, timeout=30)
     assert beyond.status_code == 422 and beyond.json()["reason"] == "invalid"
+
+
+def test_signing_in_with_the_key_left_empty_stays_on_the_page_and_asks_for_it(server: RunningServer) -> None:
+    """The browser holds the form back (the field is required), so a person never gets the JSON refusal the
+    route gives a request without a token."""
+    ours = urlsplit(server.base_url).netloc
+    posted: list[str] = []
+    with offline_page(lambda requested: urlsplit(requested).netloc == ours) as (page, seen):
+        page.on("request", lambda request: posted.append(request.url) if request.method == "POST" else None)
+        page.goto(server.base_url + "/ui/")
+        page.click("button[type=submit]")
+        page.wait_for_timeout(500)
+        missing = page.eval_on_selector("input[name=token]", "field => field.validity.valueMissing")
+        heading = page.locator("h1").inner_text()
+    assert seen.errors == [] and seen.refused == []
+    assert posted == [] and missing is True and heading == "caseboard console"
