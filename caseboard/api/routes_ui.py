@@ -63,8 +63,9 @@ LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>cas
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <style>body{{font:14px system-ui,sans-serif;margin:3em 1em}}input{{width:32em;max-width:90%}}</style></head><body>
 <h1>caseboard console</h1><p>{message}</p>
-<form method="post" action="/ui/login"><label>API key <input type="password" name="token" autocomplete="off" required maxlength="512">
-</label> <button type="submit">Sign in</button></form></body></html>"""
+<form method="post" action="/ui/login"><label>API key
+<input type="password" name="token" autocomplete="off" required maxlength="512"></label>
+<button type="submit">Sign in</button></form></body></html>"""
 
 STATUSES = tuple(status.value for status in it.Status)
 """The statuses the list's filter offers: every workspace status."""
