@@ -58,6 +58,27 @@ def caseboard(*args: str, url: str, cwd: Path | None = None) -> subprocess.Compl
     )
 
 
+def caseboard_measured(*args: str, url: str, cwd: Path) -> tuple[int, str, str, int]:
+    """``caseboard(*args)`` with its peak memory: exit status, output, errors and the largest resident set, in
+    KB, of the process (read by a parent of its own, so that no other child of this one counts)."""
+    wrapper = (
+        "import json, resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        " print(json.dumps([done.returncode, done.stdout, done.stderr,"
+        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))"
+    )
+    report = subprocess.run(
+        [sys.executable, "-c", wrapper, sys.executable, "-m", "caseboard", *args],
+        cwd=cwd,
+        env={**os.environ, "CASEBOARD_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    returncode, stdout, stderr, peak_kb = json.loads(report.stdout)
+    return returncode, stdout, stderr, peak_kb
+
+
 def service_missing(name: str, error: Exception) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{name} is not reachable in CI ({error}); .ci/run starts it")

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlparse, urlunparse
 import pytest
 import yaml
 
-from tests.conftest import caseboard, scenario_dir, scenario_lines, stale_install
+from tests.conftest import caseboard, caseboard_measured, scenario_dir, scenario_lines, stale_install
 
 WS = "incident-042"
 
@@ -237,22 +237,9 @@ def test_a_line_over_the_body_limit_is_refused_alone_without_being_held_in_memor
     )
     data = f"{lines[0]}\n{huge}\n{lines[1]}\n".encode()
     (tmp_path / "input.jsonl").write_bytes(data)
-    command = [sys.executable, "-m", "caseboard", "submit", WS, "--trust-timestamps", "--file", "input.jsonl"]
-    measured = (
-        "import json, resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
-        " print(json.dumps([done.returncode, done.stdout, done.stderr,"
-        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))"
+    returncode, stdout, stderr, peak_kb = caseboard_measured(
+        "submit", WS, "--trust-timestamps", "--file", "input.jsonl", url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path
     )
-    report = subprocess.run(
-        [sys.executable, "-c", measured, *command],
-        cwd=tmp_path,
-        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{tmp_path}/ledger.db"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    returncode, stdout, stderr, peak_kb = json.loads(report.stdout)
     assert returncode == 1 and "Traceback" not in stderr, stderr
     outcomes = jsonl(stdout)
     assert [(o["ok"], o.get("workspace_version"), o.get("line")) for o in outcomes] == [

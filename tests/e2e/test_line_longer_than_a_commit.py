@@ -5,9 +5,6 @@ that version by ``verify`` and refused by ``import``, in one line, without the l
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +13,10 @@ import pytest
 from caseboard.coordinator import Coordinator, decide, parse_contribution
 from caseboard.domain.commit import MAX_COMMIT_BYTES
 from caseboard.ledger import open_ledger
-from tests.conftest import play, scenario_lines
+from tests.conftest import caseboard_measured, play, scenario_lines
 
+IMPORTED = "sqlite:///imported.db"
+"""The ledger the commands open, in their working folder."""
 HUGE = 48 << 20
 """The hostile line: three times a commit's limit (read whole, it costs about five times its size)."""
 
@@ -37,28 +36,10 @@ def hostile_export(tmp_path: Path) -> Path:
     return path
 
 
-def measured(*args: str, cwd: Path) -> tuple[int, str, str, int]:
-    """``caseboard ARGS`` in a process of its own: exit status, output, errors and its peak memory in KB."""
-    wrapper = (
-        "import json, resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
-        " print(json.dumps([done.returncode, done.stdout, done.stderr,"
-        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))"
-    )
-    report = subprocess.run(
-        [sys.executable, "-c", wrapper, sys.executable, "-m", "caseboard", *args],
-        cwd=cwd,
-        env={**os.environ, "CASEBOARD_DATABASE_URL": f"sqlite:///{cwd}/imported.db"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    returncode, stdout, stderr, peak_kb = json.loads(report.stdout)
-    return returncode, stdout, stderr, peak_kb
-
-
 def test_verify_reports_the_line_at_its_version_without_reading_it(hostile_export: Path) -> None:
-    returncode, stdout, stderr, peak_kb = measured("verify", str(hostile_export), cwd=hostile_export.parent)
+    returncode, stdout, stderr, peak_kb = caseboard_measured(
+        "verify", str(hostile_export), url=IMPORTED, cwd=hostile_export.parent
+    )
     assert returncode == 1 and "Traceback" not in stderr, stderr
     assert stdout == (
         f"{hostile_export}: NOT INTACT at version 2 (unreadable): {hostile_export}:2: not a readable commit "
@@ -68,7 +49,9 @@ def test_verify_reports_the_line_at_its_version_without_reading_it(hostile_expor
 
 
 def test_import_refuses_the_file_in_one_line_without_reading_the_line(hostile_export: Path) -> None:
-    returncode, stdout, stderr, peak_kb = measured("import", str(hostile_export), cwd=hostile_export.parent)
+    returncode, stdout, stderr, peak_kb = caseboard_measured(
+        "import", str(hostile_export), url=IMPORTED, cwd=hostile_export.parent
+    )
     assert returncode == 2 and stdout == "" and len(stderr.splitlines()) == 1, stderr
     assert "version 2 is unreadable" in stderr and "nothing was imported" in stderr
     assert peak_kb < 160 * 1024, f"peak memory {peak_kb} KB for a line of {HUGE} bytes"

@@ -39,14 +39,19 @@ def cited_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
     return aid
 
 
-def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def exported_with_excerpts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """The cited workspace exported with ``--with-excerpts``: the export and its sidecar."""
     url = f"sqlite:///{tmp_path}/ledger.db"
     cited_workspace(tmp_path, capsys, url)
     export = tmp_path / "ws-1.jsonl"
     assert cli(capsys, "--database-url", url, "export", "ws-1", "--out", str(export), "--with-excerpts")[0] == 0
-    sidecar = tmp_path / "ws-1.jsonl.excerpts.jsonl"
+    return export, tmp_path / "ws-1.jsonl.excerpts.jsonl"
+
+
+def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export, sidecar = exported_with_excerpts(tmp_path, capsys)
     record = json.loads(sidecar.read_text())
     assert record["text"] == b"".join(LOG.splitlines(keepends=True)[4:7]).decode()
     assert cli(capsys, "verify", str(export), "--format", "json")[0] == 0
@@ -73,11 +78,7 @@ def test_a_tampered_excerpt_beside_an_export_is_caught_by_verify(
 def test_a_sidecar_line_that_is_no_excerpt_is_one_line_naming_it_for_verify_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], line: bytes, problem: str
 ) -> None:
-    url = f"sqlite:///{tmp_path}/ledger.db"
-    cited_workspace(tmp_path, capsys, url)
-    export = tmp_path / "ws-1.jsonl"
-    assert cli(capsys, "--database-url", url, "export", "ws-1", "--out", str(export), "--with-excerpts")[0] == 0
-    sidecar = tmp_path / "ws-1.jsonl.excerpts.jsonl"
+    export, sidecar = exported_with_excerpts(tmp_path, capsys)
     sidecar.write_bytes(sidecar.read_bytes() + line)
     for command in (["verify", str(export)], ["report", str(export), "--out", str(tmp_path / "report.html")]):
         code, out, err = cli(capsys, *command)
