@@ -102,6 +102,8 @@ def test_the_incident_042_report_shows_the_timeline_the_challenge_and_why_propos
     assert done.returncode == 0, done.stderr
     html = out.read_text()
     assert "<script src" not in html and "<link" not in html and "<img" not in html  # one file, all inlined
+    status = '<td>workspace status</td><td><span class="status status-investigating">investigating</span></td>'
+    assert status in html  # a status with no reason shows nothing after it, not a dash
     opened = open_report(out, shots, "incident-042")
     assert opened.console_errors == []
     assert opened.refused == []
