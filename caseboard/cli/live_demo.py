@@ -22,6 +22,7 @@ from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.outcome import Refused
+from caseboard.ledger.outbox import START
 from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker
 
 LIVE_WORKSPACE = "incident-043"
@@ -45,8 +46,13 @@ def open_item(cycles: int) -> dict[str, Any]:
 
 def cmd_live(app: App, args: argparse.Namespace) -> int:
     workspace_id = args.workspace or LIVE_WORKSPACE
-    if app.ledger.head(workspace_id):
-        raise CaseboardError(f"{workspace_id} already exists in this ledger; the live demo needs a fresh one")
+    held = app.ledger.outbox().read(START, 1)
+    if held:  # its dispatcher, controller and cast would act on every workspace already there
+        raise CaseboardError(
+            f"demo --live runs a controller and its cast on every workspace of its ledger, and this one "
+            f"holds {held[0].commit.key}: give it a ledger of its own, as `make live` does "
+            "(--database-url sqlite:///.caseboard/live/ledger.db)"
+        )
     store = DispatchStore(app.database_url)
     broker = broker_for(app, in_process=True)
     model_url = getattr(args, "model_url", None)

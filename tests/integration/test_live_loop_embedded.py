@@ -50,3 +50,21 @@ def test_a_run_that_exhausts_its_budget_ends_budget_exhausted_with_a_handoff(
     assert projection["cycles_used"] == 1
     assert projection["status_detail"]["handoff"].startswith("Unresolved: ")
     assert "Handoff: Unresolved: " in out
+
+
+def test_a_ledger_that_holds_a_workspace_is_refused_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The live loop's controller and scripted cast act on every workspace they are told of, so on the recorded
+    # demo's ledger they would append to incident-042 (a stalled status, claims, a verification).
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    assert main(["--database-url", url, "demo"]) == 0
+    capsys.readouterr()
+    assert main(["--database-url", url, "log", "incident-042"]) == 0
+    before = capsys.readouterr().out
+    assert main(["--database-url", url, "demo", "--live", "--cycles", "1", "--timeout", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds incident-042" in err and "a ledger of its own" in err
+    assert main(["--database-url", url, "log", "incident-042"]) == 0
+    assert capsys.readouterr().out == before
+    assert main(["--database-url", url, "show", "incident-043"]) == 2
