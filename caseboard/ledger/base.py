@@ -177,6 +177,10 @@ Position = tuple[int, int]
 RawRow = tuple[int, str, bytes]
 """A stored commit row, undecoded: version, topic, stored bytes."""
 
+LAST_VERSION = 2**62
+"""Past any version a workspace reaches: a read bounded beyond it reads as bounded by it, a bound the databases'
+64-bit integers hold (SQLite takes no larger Python int at all)."""
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -316,6 +320,7 @@ class EventsourcingLedger:
     ) -> Iterator[list[RawRow]]:
         """The stored rows of a workspace after version ``after``, in version order, a batch at a time,
         undecoded (for audits that check the stored bytes before anything parses them)."""
+        after, upto = min(after, LAST_VERSION), None if upto is None else min(upto, LAST_VERSION)
         while True:
             if self._native is not None:
                 rows = self._native.select_rows(workspace_id, after, upto, batch)
@@ -444,6 +449,7 @@ class EventsourcingLedger:
     def latest_snapshot(self, workspace_id: str, reducer: str, upto: int) -> Snapshot | None:
         """The latest snapshot at or before ``upto``, checked by ``open_snapshot`` (``SnapshotRejected``)."""
         originator_id = f"{reducer}/{workspace_id}"
+        upto = min(upto, LAST_VERSION)
         if isinstance(self.snapshots, NativeSnapshots):
             latest = self.snapshots.select_latest(originator_id, upto)
         else:

@@ -89,3 +89,14 @@ def _probes(path: Path) -> list[str]:
 def test_nothing_outside_the_ledger_probes_the_recorder_behind_it() -> None:
     outside = [p for p in sorted(PACKAGE.rglob("*.py")) if not p.is_relative_to(PACKAGE / "ledger")]
     assert [probe for path in outside for probe in _probes(path)] == []
+
+
+def test_a_read_bounded_past_any_version_reads_as_far_as_there_is(ledger: EventsourcingLedger) -> None:
+    # A version from a person (caseboard log --after, replay --to, diff) can be any integer; SQLite takes none
+    # past 64 bits, so the ledger reads such a bound as its own last version.
+    coordinator = Coordinator(ledger)
+    assert coordinator.submit(opening("ws-far"))["ok"]
+    assert coordinator.submit(observation("ws-far", "obs-1", "alice"))["ok"]
+    assert ledger.read("ws-far", after=2**70) == []
+    assert [commit.version for commit in ledger.read("ws-far", upto=2**70)] == [1, 2]
+    assert ledger.latest_snapshot("ws-far", "workspace-rules-v4", 2**70) is None
