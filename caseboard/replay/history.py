@@ -420,7 +420,7 @@ def check_versions(head: int, **versions: int | None) -> None:
         if version is None:
             continue
         if version < 0 or version > head:
-            option = name.replace("_", "-")
+            option = name.strip("_").replace("_", "-")  # from_ is --from
             raise VersionNotRecorded(f"--{option} {version}: the record holds versions 1 to {head}")
 
 

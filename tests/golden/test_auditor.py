@@ -120,6 +120,8 @@ def test_the_command_line_refuses_mistakes_in_one_line(tmp_path: Path) -> None:
     )
     beyond = caseboard("diff", source, "--from", "5", "--to", "30", url=url)
     assert (beyond.returncode, beyond.stderr) == (2, "caseboard: --to 30: the record holds versions 1 to 20\n")
+    both = caseboard("diff", source, "--from", "25", "--to", "30", url=url)
+    assert (both.returncode, both.stderr) == (2, "caseboard: --from 25: the record holds versions 1 to 20\n")
     unknown = caseboard("explain", source, "proposal-999", url=url)
     assert unknown.returncode == 2
     assert unknown.stderr == "caseboard: 'proposal-999': no item of that id in versions 1 to 20 of this record\n"
