@@ -28,7 +28,7 @@ from caseboard.replay.progress import ProgressBar
 from caseboard.replay.rebuild import replay_file, replay_ledger
 from caseboard.replay.records import read_file, read_ledger
 from caseboard.replay.transfer import export, import_file
-from caseboard.replay.verify import verify_file, verify_ledger
+from caseboard.replay.verify import MAX_JOBS, verify_file, verify_ledger
 from caseboard.settings import Settings
 
 SHA256: TypeAdapter[str] = TypeAdapter(Sha256)
@@ -153,9 +153,9 @@ def anchor_hash(text: str) -> str:
 
 
 def process_count(text: str) -> int:
-    """A number of processes: a whole number, at least 1."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (a whole number, at least 1)")
+    """A number of processes: a whole number from 1 to ``MAX_JOBS``."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (a whole number from 1 to {MAX_JOBS})")
     return int(text)
 
 

@@ -195,6 +195,9 @@ class ChainChecker:
         return False
 
 
+MAX_JOBS = 256
+"""The most processes a file is checked with (``caseboard verify --jobs``): more than a machine's cores only adds
+processes, and each number up to it costs a seek when the file is cut."""
 PARALLEL_MIN_BYTES = 2 * 2**20
 """A file at least this large is checked in segments, one process each (``verify_file``). At 2 MB (~2,700
 commits) two processes take 36 ms against 49 in one pass; starting them costs ~10 ms."""
@@ -237,7 +240,7 @@ class Segment:
 
 def _segments(path: Path, jobs: int | None) -> list[tuple[int, int]]:
     """``path``'s bytes cut into up to ``jobs`` ranges at line starts; none for a small or unreadable file."""
-    jobs = jobs if jobs is not None else default_jobs()
+    jobs = min(jobs if jobs is not None else default_jobs(), MAX_JOBS)
     try:
         size = path.stat().st_size
         if jobs < 2 or size < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():

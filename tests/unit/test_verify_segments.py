@@ -75,6 +75,13 @@ def test_an_intact_file_is_checked_in_segments_and_reported_as_one_pass_reports_
     assert joined is not None and joined.anchored_version == 20
 
 
+def test_a_file_is_cut_into_at_most_max_jobs_segments(tmp_path: Path) -> None:
+    # The file is cut with a seek for each number up to jobs: 10**20 of them would never return.
+    many = write(tmp_path, [f"line {n}" for n in range(2 * verify.MAX_JOBS)])
+    assert len(verify._segments(many, 10**4)) == verify.MAX_JOBS
+    assert len(verify._segments(INCIDENT, 10**4)) == len(lines())  # fewer lines: one segment a line
+
+
 def test_a_small_file_or_one_job_is_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     assert verify._segments(INCIDENT, 1) == []
     monkeypatch.setattr(verify, "PARALLEL_MIN_BYTES", INCIDENT.stat().st_size + 1)
@@ -171,7 +178,7 @@ def test_cli_verify_takes_a_number_of_jobs(tmp_path: Path, capsys: pytest.Captur
     assert main(["verify", tampered, "--jobs", "1", "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out) == in_segments
     assert (in_segments["first_bad_version"], in_segments["kind"]) == (13, "altered")
-    for wrong in ("0", "-2", "two"):
+    for wrong in ("0", "-2", "two", "257", "99999999999999999999"):
         with pytest.raises(SystemExit) as exit_info:
             main(["verify", tampered, "--jobs", wrong])
         assert exit_info.value.code == 2
