@@ -22,6 +22,7 @@ same for every worker of a deployment (read it with ``max``, not ``sum``).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -107,13 +108,20 @@ class QueueMetrics:
 
     def __init__(self, broker: dramatiq.Broker, store: DispatchStore, exposition: Exposition) -> None:
         self.registry = prometheus_client.CollectorRegistry(auto_describe=True)
+        try:
+            self.server, self.thread = prometheus_client.start_http_server(
+                exposition.port, exposition.host, registry=self.registry
+            )
+        except OSError as error:  # a port in use, a host that is not this machine's: the operator's setting
+            where = PORT_ENV if error.errno == errno.EADDRINUSE else f"{HOST_ENV} or {PORT_ENV}"
+            raise ConfigurationError(
+                f"cannot serve the worker's metrics on {exposition.host}:{exposition.port}: "
+                f"{error.strerror or error}; pick another with {where}"
+            ) from None
         self.middleware = instrument(broker)
         for name in MIDDLEWARE_METRICS:
             self.registry.register(getattr(self.middleware, name))
         self.registry.register(Duplicates(store))
-        self.server, self.thread = prometheus_client.start_http_server(
-            exposition.port, exposition.host, registry=self.registry
-        )
 
     @property
     def port(self) -> int:

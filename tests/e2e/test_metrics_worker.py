@@ -68,3 +68,22 @@ def test_a_worker_serves_its_queue_metrics_and_the_duplicates_it_absorbed(cluste
     cluster.stop(worker)
     assert worker.returncode == 0
     assert scrape(port) is None
+
+
+def test_a_worker_whose_metrics_port_is_taken_or_host_is_not_here_stops_in_one_line(cluster: Cluster) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for host, setting in (("127.0.0.1", "CASEBOARD_WORKER_METRICS_PORT"), ("192.0.2.1", "_HOST or ")):
+            worker = cluster.spawn(
+                "worker",
+                "--passive",
+                "--all-tenants",
+                CASEBOARD_WORKER_METRICS_PORT=str(port),
+                CASEBOARD_WORKER_METRICS_HOST=host,
+            )
+            assert worker.wait(timeout=30) == 2
+            lines = cluster.logs[worker.pid].read_text().splitlines()
+            assert f"caseboard: cannot serve the worker's metrics on {host}:{port}: " in lines[-1], lines
+            assert setting in lines[-1] and not any("Traceback" in line for line in lines)
