@@ -37,6 +37,7 @@ from caseboard.pilot.servers import (
     free_port,
     have_alertmanager,
     have_prometheus,
+    in_use,
     private_postgres,
     prometheus,
     wait_for,
@@ -88,11 +89,23 @@ def check_programs(options: Options) -> None:
         raise ConfigurationError(f"CASEBOARD_MODEL names no model: set it to the model's name at {options.model_url}")
 
 
+PORTS = 10
+"""The ports a run listens on at most: caseboard's server, the demo service's metrics, two TLS endpoints,
+PostgreSQL, Redis, the handoff receiver, the model twin, Alertmanager and Prometheus."""
+
+
 class Ports:
     """``base`` and up, one each, or free ports when ``base`` is 0."""
 
     def __init__(self, base: int) -> None:
         self.next = base
+        taken = [str(port) for port in range(base, base + PORTS) if base and in_use(port)]
+        if taken:
+            raise ConfigurationError(
+                f"--base-port {base}: the pilot listens on ports {base} to {base + PORTS - 1}, and "
+                f"{', '.join(taken)} {'is' if len(taken) == 1 else 'are'} in use; pick another --base-port, "
+                "or leave it out for free ports"
+            )
 
     def take(self) -> int:
         if not self.next:

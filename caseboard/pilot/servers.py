@@ -45,6 +45,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def in_use(port: int) -> bool:
+    """True when a loopback TCP port is listened on (one a closed connection left waiting is free to take)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def wait_for(url: str, timeout: float = 120.0, alive: Child | None = None) -> None:
     """Returns once ``url`` answers below 500; ``alive``: a process that must not have exited meanwhile."""
     end = time.monotonic() + timeout

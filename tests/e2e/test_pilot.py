@@ -12,6 +12,7 @@ import queue
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -234,4 +235,22 @@ def test_without_prometheus_the_quickstart_says_what_to_install_in_one_line(tmp_
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "apt-get install prometheus prometheus-alertmanager" in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_base_port_whose_range_is_in_use_is_refused_in_one_line_before_anything_starts(tmp_path: Path) -> None:
+    if not (have_prometheus() and have_alertmanager()):
+        service_missing("prometheus", FileNotFoundError("Debian's prometheus and prometheus-alertmanager"))
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        base = port - 3  # the taken port inside the run's range, not at its start
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
+        command = [sys.executable, "-m", "caseboard", "pilot", "--base-port", str(base), "--dir", str(tmp_path / "run")]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"caseboard: --base-port {base}: the pilot listens on ports {base} to {base + 9}")
+    assert f" {port} " in done.stderr or f" {port}, " in done.stderr
     assert not (tmp_path / "run").exists()
