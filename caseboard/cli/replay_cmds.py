@@ -181,7 +181,7 @@ def cmd_replay(_: None, args: argparse.Namespace) -> int:
     get_reducer(args.reducer)  # an unknown name is refused before anything is read
     path = Path(args.target)
     if path.exists():
-        if not path.is_file():
+        if path.is_dir():
             raise CaseboardError(f"{path} is a directory; replay takes one recorded incident file")
         if not args.verify:
             _unverified(str(path))

@@ -54,7 +54,7 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
     reducer = get_reducer(args.reducer)
     path = Path(args.target)
     if path.exists():
-        if not path.is_file():
+        if path.is_dir():
             raise CaseboardError(f"{path} is a directory; report takes one recorded incident file")
         sidecar = excerpts.sidecar_of(path)
         holder = Holder(sidecar=excerpts.read_sidecar(sidecar) if sidecar.is_file() else None)
@@ -81,7 +81,7 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
 def _commits(args: argparse.Namespace, upto: int | None = None) -> Iterator[Commit]:
     path = Path(args.target)
     if path.exists():
-        if not path.is_file():
+        if path.is_dir():
             raise CaseboardError(f"{path} is a directory; give one recorded incident file")
         yield from checked_file_commits(path, upto)
         return

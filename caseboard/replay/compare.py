@@ -120,7 +120,7 @@ def incident_files(paths: Iterable[str]) -> list[Path]:
             if not found:
                 raise CaseboardError(f"{path}: no recorded incidents (*.jsonl) in this directory")
             files.extend(found)
-        elif path.is_file():
+        elif path.exists():  # a file; a device or a pipe is refused where it is read (``file_records``)
             files.append(path)
         else:
             raise CaseboardError(f"{name}: no such file or directory")

@@ -82,7 +82,12 @@ def file_records(path: Path, start: int = 0, end: int | None = None) -> Iterator
     """The lines of ``path`` as records; from ``start``, a byte where a line begins, to the line that reaches
     ``end`` (for a segment of a file, ``verify``: its lines are numbered from 1 at ``start``). A line longer
     than any commit is not read into memory: its record is ``too_long`` (a hostile file costs no more than one
-    commit's bytes a line, ADR 0193)."""
+    commit's bytes a line, ADR 0193). A device or a pipe is refused: a recorded incident is read more than once
+    (``verify``'s second pass, its segments), and a device such as ``/dev/zero`` never ends."""
+    if path.exists() and not path.is_file() and not path.is_dir():  # a folder: open says "Is a directory"
+        raise CaseboardError(
+            f"cannot read {path}: not a regular file (a device or a pipe); save the recorded incident to a file first"
+        )
     try:
         with path.open("rb") as handle:
             handle.seek(start)

@@ -69,6 +69,34 @@ def test_a_folder_given_for_a_file_is_named_a_directory(command: list[str], said
     assert one_line(done) == f"caseboard: {said}\n"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify"],
+        ["import"],
+        ["replay"],
+        ["report", "--out", "page.html"],
+        ["diff", "--from", "1", "--to", "2"],
+        ["explain"],
+        ["compare", "--reducer", "workspace-rules-v1", "--reducer", "workspace-rules-v4"],
+    ],
+)
+def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(command: list[str], tmp_path: Path) -> None:
+    # A recorded incident is read more than once (verify's second pass), and /dev/zero never ends: before, verify
+    # and import of /dev/zero read it for ever, replay called it a directory, compare said it did not exist.
+    os.mkfifo(tmp_path / "pipe")
+    for name in ("/dev/zero", str(tmp_path / "pipe")):
+        args = [command[0], name, *command[1:]]
+        if command[0] == "explain":
+            args = ["explain", name, "obs-1"]
+        done = caseboard(*args, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
+        assert one_line(done) == (
+            f"caseboard: cannot read {name}: not a regular file (a device or a pipe); "
+            "save the recorded incident to a file first\n"
+        )
+    assert not (tmp_path / "page.html").exists()
+
+
 def test_an_empty_file_or_input_is_not_stored_as_an_artifact(tmp_path: Path) -> None:
     """As over HTTP (ADR 0173): an artifact holds at least one byte."""
     url = f"sqlite:///{tmp_path}/ledger.db"
