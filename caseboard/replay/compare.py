@@ -1,7 +1,7 @@
 """Comparing two reducer versions over recorded incidents, version by version.
 
-For every incident and every version, both reducers fold the same commits and render; what an engineer
-evaluates is compared: hypothesis statuses, proposal statuses, the workspace status and the selection.
+For every incident and every version, both reducers fold the same commits; what an engineer evaluates in
+their projections is compared: hypothesis statuses, proposal statuses, the workspace status and the selection.
 A ``Difference`` names the incident, the version, the aspect, the item and both values.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError
-from caseboard.reducers import get_reducer
+from caseboard.reducers import Reducer, WorkspaceState, get_reducer
 from caseboard.replay.records import read_file
 
 ABSENT = "-"
@@ -67,8 +67,24 @@ def facets(projection: dict[str, Any]) -> dict[str, dict[str, str]]:
     }
 
 
-def differences(incident: str, version: int, a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
-    left, right = facets(a), facets(b)
+def state_facets(reducer: Reducer[WorkspaceState], state: WorkspaceState) -> dict[str, dict[str, str]]:
+    """``facets(reducer.render(state))``, read from the state with the reducer's own rules, as its projection
+    shows them (ADR 0170): at a cost that follows the hypotheses, proposals and selection, not every
+    observation ever recorded, which a render lists (ADR 0101). A property test holds the two equal for every
+    registered reducer (``tests/unit/test_reducer_properties.py``)."""
+    chosen = (i for i in reducer.selected_now(state) if i in state.observations or i in state.hypotheses)
+    return {
+        "workspace_status": {"workspace": state.status},
+        "hypothesis_status": {h.id: reducer.hypothesis_status(state, h) for h in state.hypotheses.values()},
+        "proposal_status": {p.id: reducer.proposal_status(state, p, state.at) for p in state.proposals.values()},
+        "selection": dict.fromkeys(chosen, "selected"),
+    }
+
+
+def differences(
+    incident: str, version: int, left: dict[str, dict[str, str]], right: dict[str, dict[str, str]]
+) -> list[Difference]:
+    """Where two reducers' facets of one version differ, item by item."""
     out = []
     for aspect, values in left.items():
         other = right[aspect]
@@ -103,7 +119,9 @@ def compare_commits(
             )
         state_a = reducer_a.evolve(state_a or reducer_a.initial(commit.workspace_id), commit)
         state_b = reducer_b.evolve(state_b or reducer_b.initial(commit.workspace_id), commit)
-        found.extend(differences(incident, commit.version, reducer_a.render(state_a), reducer_b.render(state_b)))
+        found.extend(
+            differences(incident, commit.version, state_facets(reducer_a, state_a), state_facets(reducer_b, state_b))
+        )
         versions += 1
     if versions == 0:
         raise DamagedIncident(f"{where} holds no commits: a recorded incident has one commit per line")

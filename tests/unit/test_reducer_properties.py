@@ -23,6 +23,7 @@ from caseboard.domain.commit import Commit
 from caseboard.domain.errors import Reason
 from caseboard.projections import Workspaces
 from caseboard.reducers import REDUCERS, Reducer, WorkspaceState, get_reducer
+from caseboard.replay.compare import facets, state_facets
 from tests.unit.board import T0, Board, iso, open_item
 
 NAMES = sorted(REDUCERS)
@@ -408,6 +409,21 @@ def test_the_cached_projection_equals_a_fresh_fold_at_every_version(name: str, d
         assert fresh.show("ws-1", version) == cached, f"version {version}"
         assert reducer.render(fold(reducer, history.commits[:version])) == cached, f"version {version}"
     assert reducer.render(history.board.coordinator.workspaces.current("ws-1")) == history.cached[len(history.commits)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@PROPERTY_SETTINGS
+@given(st.data())
+def test_what_compare_reads_from_a_state_is_what_its_projection_shows(name: str, drawn: st.DataObject) -> None:
+    # compare reads each version's facets from the state (state_facets); they are the rendered projection's.
+    history = drawn.draw(histories(name), label="history")
+    for other in NAMES:
+        reducer = get_reducer(other)
+        state = None
+        for commit in history.commits:
+            state = reducer.evolve(state or reducer.initial(commit.workspace_id), commit)
+            shown = facets(reducer.render(state))
+            assert state_facets(reducer, state) == shown, f"{other} at version {commit.version}"
 
 
 @pytest.mark.parametrize("name", NAMES)
