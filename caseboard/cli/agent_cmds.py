@@ -14,7 +14,14 @@ from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
 from caseboard.agent.plugin import cast_principals, participant
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import add_tenant_choice, consume_until_stopped, tenant_scope
+from caseboard.cli.dispatch_cmds import (
+    add_tenant_choice,
+    consume_until_stopped,
+    principal_id,
+    seconds,
+    tenant_scope,
+    thread_count,
+)
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError, UnknownWorkspace
 from caseboard.domain.items import Role
@@ -31,7 +38,10 @@ def register(commands: Any) -> None:
     agent = commands.add_parser("agent", help="run a model-backed participant for one role (docs/participants.md)")
     agent.add_argument("--role", required=True, choices=ROLES)
     agent.add_argument(
-        "--principal", required=True, help="who it contributes as (the controller schedules planner-1, ...)"
+        "--principal",
+        required=True,
+        type=principal_id,
+        help="who it contributes as (the controller schedules planner-1, ...)",
     )
     agent.add_argument(
         "--workspace", action="append", default=[], metavar="ID", help="only these workspaces (repeatable)"
@@ -54,9 +64,9 @@ def register(commands: Any) -> None:
     agent.add_argument(
         "--with-controller", action="store_true", help="also run the controller and the lease sweeper here"
     )
-    agent.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
-    agent.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
-    agent.add_argument("--threads", type=int, default=1)
+    agent.add_argument("--turn-timeout", type=seconds, default=60.0, help="seconds a scheduled turn is waited for")
+    agent.add_argument("--tick", type=seconds, default=2.0, help="seconds between controller ticks (default 2)")
+    agent.add_argument("--threads", type=thread_count, default=1)
     add_tenant_choice(agent)
     agent.set_defaults(handler=cmd_agent)
 
@@ -107,8 +117,6 @@ def load_plugin(name: str, kinds: tuple[str, ...]) -> dict[str, Participant]:
 
 
 def cmd_agent(app: App, args: argparse.Namespace) -> int:
-    if args.threads < 1:
-        raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
     cast = cast_for(app, args)
     store = DispatchStore(app.database_url)
     broker = broker_for(app)

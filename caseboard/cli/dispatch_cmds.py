@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
 import time
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from caseboard.app import App
 from caseboard.dispatcher.broker import BrokerWatch, check_broker
@@ -16,6 +19,7 @@ from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError, ConfigurationError
+from caseboard.domain.items import Id
 from caseboard.heap import settle_startup
 from caseboard.workers.host import DEFAULT_KINDS
 from caseboard.workers.live import (
@@ -30,14 +34,48 @@ from caseboard.workers.live import (
 )
 from caseboard.workers.plugins import load_participants
 
+MAX_THREADS = 256
+MAX_SECONDS = 3600.0
+
+
+def seconds(text: str) -> float:
+    """A loop's interval or a wait, given on the command line: seconds, more than 0 and at most an hour (0 or
+    less, or not a number, would spin a core; an infinite one cannot be waited for)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (more than 0, at most {MAX_SECONDS:g})")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """A process's consumer threads: a whole number from 1 to ``MAX_THREADS``."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of threads (a whole number from 1 to {MAX_THREADS})"
+        )
+    return int(text)
+
+
+def principal_id(text: str) -> str:
+    """A principal a process contributes as: an id, as a key's principal is (``keys create``)."""
+    try:
+        return str(TypeAdapter(Id).validate_python(text))
+    except ValidationError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a principal: letters, digits and ._:/@-, at most 128, beginning with a letter or digit"
+        ) from None
+
 
 def register(commands: Any) -> None:
     dispatch = commands.add_parser("dispatch", help="follow the ledger's outbox and hand notifications to dramatiq")
     dispatch.add_argument("--name", default="dispatcher", help="the position's name (one per dispatcher)")
-    dispatch.add_argument("--poll", type=float, default=0.5, help="fallback poll in seconds (default 0.5)")
+    dispatch.add_argument("--poll", type=seconds, default=0.5, help="fallback poll in seconds (default 0.5)")
     dispatch.add_argument(
         "--redrive-after",
-        type=float,
+        type=seconds,
         default=60.0,
         help="re-send notifications unprocessed after this many seconds (default 60)",
     )
@@ -47,7 +85,7 @@ def register(commands: Any) -> None:
     worker = commands.add_parser(
         "worker", help="run the consumers, the controller and the lease sweeper (participants only with --participant)"
     )
-    worker.add_argument("--threads", type=int, default=2)
+    worker.add_argument("--threads", type=thread_count, default=2)
     worker.add_argument("--passive", action="store_true", help="only record what is delivered (no controller)")
     worker.add_argument(
         "--participant",
@@ -58,8 +96,8 @@ def register(commands: Any) -> None:
         "canned cast: never against a real investigation); repeatable",
     )
     worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
-    worker.add_argument("--tick", type=float, default=2.0, help="seconds between controller ticks (default 2)")
-    worker.add_argument("--turn-timeout", type=float, default=60.0, help="seconds a scheduled turn is waited for")
+    worker.add_argument("--tick", type=seconds, default=2.0, help="seconds between controller ticks (default 2)")
+    worker.add_argument("--turn-timeout", type=seconds, default=60.0, help="seconds a scheduled turn is waited for")
     add_tenant_choice(worker)
     worker.set_defaults(handler=cmd_worker)
 
@@ -145,8 +183,6 @@ def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
 
 
 def cmd_worker(app: App, args: argparse.Namespace) -> int:
-    if args.threads < 1:
-        raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
     kinds = tuple(k for k in args.kinds.split(",") if k)
     if args.passive and args.participant:
         raise ConfigurationError("--passive records deliveries only; it runs no --participant")

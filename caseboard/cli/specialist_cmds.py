@@ -7,7 +7,7 @@ from typing import Any
 
 from caseboard.agent.host import agent_host, role_queues, start_agent
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import consume_until_stopped, one_tenant
+from caseboard.cli.dispatch_cmds import consume_until_stopped, one_tenant, principal_id, seconds, thread_count
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError
 from caseboard.sources.config import load_sources
@@ -25,9 +25,9 @@ def register(commands: Any) -> None:
     )
     specialist.add_argument("--source", required=True, metavar="NAME", help="a source of $CASEBOARD_SOURCES")
     specialist.add_argument("--tenant", help="the tenant it acts for (default: the file's only tenant)")
-    specialist.add_argument("--principal", help="who it contributes as (default: <kind>-specialist)")
-    specialist.add_argument("--tick", type=float, default=2.0, help="seconds between idle checks (default 2)")
-    specialist.add_argument("--threads", type=int, default=1)
+    specialist.add_argument("--principal", type=principal_id, help="who it contributes as (default: <kind>-specialist)")
+    specialist.add_argument("--tick", type=seconds, default=2.0, help="seconds between idle checks (default 2)")
+    specialist.add_argument("--threads", type=thread_count, default=1)
     specialist.set_defaults(handler=cmd_specialist)
 
 
@@ -55,8 +55,6 @@ def specialist_host(app: App, store: DispatchStore, specialist: SourceSpecialist
 
 
 def cmd_specialist(app: App, args: argparse.Namespace) -> int:
-    if args.threads < 1:
-        raise ConfigurationError(f"--threads must be at least 1, not {args.threads}")
     specialist = specialist_for(app, args.source, args.tenant, args.principal)
     store = DispatchStore(app.database_url)
     broker = broker_for(app)

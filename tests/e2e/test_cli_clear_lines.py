@@ -97,6 +97,27 @@ def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(comm
     assert not (tmp_path / "page.html").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["worker", "--all-tenants", "--tick", "0"], "argument --tick: '0' is not a number of seconds"),
+        (["worker", "--all-tenants", "--threads", "257"], "argument --threads: '257' is not a number of threads"),
+        (["worker", "--all-tenants", "--turn-timeout", "inf"], "argument --turn-timeout: 'inf' is not a number"),
+        (["specialist", "--source", "s", "--tick", "nan"], "argument --tick: 'nan' is not a number of seconds"),
+        (["specialist", "--source", "s", "--principal", "a b"], "argument --principal: 'a b' is not a principal"),
+        (["dispatch", "--poll", "-1"], "argument --poll: '-1' is not a number of seconds"),
+        (["dispatch", "--redrive-after", "1e9"], "argument --redrive-after: '1e9' is not a number of seconds"),
+    ],
+)
+def test_a_process_s_interval_threads_or_principal_out_of_range_is_one_line(
+    command: list[str], said: str, tmp_path: Path
+) -> None:
+    # Before: 0, a negative or nan seconds spun a core (the loop never waited), inf ended in a traceback, and a
+    # principal that is no id started a process whose every contribution was refused.
+    done = caseboard(*command, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
+    assert said in one_line(done)
+
+
 def test_an_empty_file_or_input_is_not_stored_as_an_artifact(tmp_path: Path) -> None:
     """As over HTTP (ADR 0173): an artifact holds at least one byte."""
     url = f"sqlite:///{tmp_path}/ledger.db"

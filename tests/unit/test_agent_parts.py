@@ -69,7 +69,13 @@ def run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
         ((), {"CASEBOARD_MODEL_URL": "http://127.0.0.1:9/v1"}, "CASEBOARD_MODEL names no model"),
         (("--participant", "no-such"), {}, "unknown participant 'no-such'"),
         (("--participant", "no.such.module:factory"), {}, "cannot be loaded"),
-        (("--threads", "0"), {}, "--threads must be at least 1"),
+        (("--threads", "0"), {}, "argument --threads: '0' is not a number of threads (a whole number from 1 to 256)"),
+        (("--threads", "100000"), {}, "'100000' is not a number of threads"),
+        (("--tick", "0"), {}, "argument --tick: '0' is not a number of seconds (more than 0, at most 3600)"),
+        (("--tick", "nan"), {}, "'nan' is not a number of seconds"),  # before: a loop that spun a core
+        (("--tick", "inf"), {}, "'inf' is not a number of seconds"),  # before: an OverflowError traceback
+        (("--turn-timeout", "-1"), {}, "argument --turn-timeout: '-1' is not a number of seconds"),
+        (("--principal", "../x"), {}, "argument --principal: '../x' is not a principal"),
     ],
 )
 def test_a_mistake_starting_an_agent_is_one_line_and_exit_status_2(
