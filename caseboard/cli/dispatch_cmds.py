@@ -231,8 +231,8 @@ def consume_until_stopped(app: App, host: Any, worker: Any, broker: Any, store: 
 
 
 def cmd_outbox_prune(app: App, args: argparse.Namespace) -> int:
-    if not args.older_than_days > 0:
-        raise CaseboardError(f"--older-than-days must be more than 0, not {args.older_than_days}")
+    if not 0 < args.older_than_days < math.inf:  # inf would be written into the answer as Infinity, not JSON
+        raise CaseboardError(f"--older-than-days must be a number more than 0, not {args.older_than_days}")
     store = DispatchStore(app.database_url)
     try:
         pruned = store.prune(args.older_than_days * 86_400)

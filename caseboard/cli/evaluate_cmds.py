@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,8 @@ def register(commands: Any) -> None:
 
 def cmd_evaluate(_: Any, args: argparse.Namespace) -> int:
     budget = parse_budget(args.budget)
-    if args.price_per_mtok < 0:
-        raise ConfigurationError(f"--price-per-mtok {args.price_per_mtok}: a price cannot be negative")
+    if not 0 <= args.price_per_mtok < math.inf:  # nan and inf would be written into evaluation.json, not JSON
+        raise ConfigurationError(f"--price-per-mtok {args.price_per_mtok}: a price is a number, 0 or more")
     options = Options(
         arms=tuple(dict.fromkeys(args.arm)) or ARMS,
         cycles=budget.get("cycles"),

@@ -322,7 +322,8 @@ def opened_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         (["show", WS, "--format", "xml"], "'xml'"),
         (["show", WS, "--at-version", "twenty"], "'twenty'"),
         (["explode"], "'explode'"),
-        (["outbox", "prune", "--older-than-days", "0"], "--older-than-days must be more than 0"),
+        (["outbox", "prune", "--older-than-days", "0"], "--older-than-days must be a number more than 0, not 0"),
+        (["outbox", "prune", "--older-than-days", "inf"], "not inf"),  # before: Infinity in its JSON answer
         (["outbox", "prune", "--older-than-days", "a week"], "'a week'"),
     ],
 )

@@ -37,7 +37,8 @@ def small_corpus(tmp_path: Path, *names: str) -> Path:
         (("--budget", "cycles=0"), "expected cycles=N,tokens=M"),
         (("--participants", "no-such-cast", "--arm", "workspace"), "unknown participant 'no-such-cast'"),
         (("--participants", "scripted-x"), "the single-agent arm runs scripted participants only"),
-        (("--price-per-mtok", "-1"), "a price cannot be negative"),
+        (("--price-per-mtok", "-1"), "--price-per-mtok -1.0: a price is a number, 0 or more"),
+        (("--price-per-mtok", "nan"), "--price-per-mtok nan: a price is"),  # before: NaN in evaluation.json
     ],
 )
 def test_a_users_mistake_is_one_line_and_exit_status_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
