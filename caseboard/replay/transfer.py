@@ -27,13 +27,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from caseboard.domain.commit import MAX_COMMIT_BYTES, Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
-from caseboard.domain.items import Id
+from caseboard.domain.items import WorkspaceId
 from caseboard.domain.workspace_key import scoped, split
 from caseboard.ledger.base import EventsourcingLedger, VersionTaken
 from caseboard.replay.records import decode_batch, file_records, read_ledger
 from caseboard.replay.verify import ChainReport, verify_records
 
-_ID: TypeAdapter[str] = TypeAdapter(Id)
+_ID: TypeAdapter[str] = TypeAdapter(WorkspaceId)
 
 
 class ImportRefused(CaseboardError):
@@ -90,12 +90,14 @@ def import_file(
     source_key = report.workspace_id or ""  # the key: <tenant>/<id>, or a legacy bare id (docs/adr/0130)
     tenant, source_id = split(source_key)
     target_id = workspace_id or source_id
+    if tenant is not None and "/" in target_id:
+        raise ImportRefused(f"--as {target_id!r}: the incident stays in its tenant {tenant!r}; give a bare id")
     try:
         _ID.validate_python(target_id)
     except ValidationError:
-        raise ImportRefused(f"--as {target_id!r}: a workspace id is letters, digits and ._:/@- (at most 128)") from None
-    if tenant is not None and "/" in target_id:
-        raise ImportRefused(f"--as {target_id!r}: the incident stays in its tenant {tenant!r}; give a bare id")
+        raise ImportRefused(
+            f"--as {target_id!r}: a workspace id is letters, digits and . _ : @ - (no '/'), at most 128"
+        ) from None
     target = target_id if tenant is None else scoped(tenant, target_id)
     if ledger.head(target) != 0:
         raise ImportRefused(f"workspace {target!r} already exists in this ledger; import with --as ANOTHER_ID")

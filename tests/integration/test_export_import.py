@@ -135,8 +135,11 @@ def test_cli_export_and_import_round_trip_between_two_ledgers(
     assert main(["--database-url", durable_url, "export", "no-such-workspace", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown workspace 'no-such-workspace'" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
-    assert main(["--database-url", durable_url, "import", str(out), "--as", "bad id!"]) == 2
-    assert "--as 'bad id!'" in capsys.readouterr().err
+    for bad in ("bad id!", "a/b", "../b"):  # no workspace id holds a '/', as the refusal says
+        assert main(["--database-url", durable_url, "import", str(out), "--as", bad]) == 2
+        assert capsys.readouterr().err == (
+            f"caseboard: --as {bad!r}: a workspace id is letters, digits and . _ : @ - (no '/'), at most 128\n"
+        )
 
 
 def test_an_import_that_collides_with_a_concurrent_writer_writes_nothing(tmp_path: Path, ledger_url: str) -> None:
