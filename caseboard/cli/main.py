@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -126,7 +127,9 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
             args.reducer = settings.reducer
         handler: Handler = args.handler
         if getattr(args, "no_app", False):
-            return handler(None, args)  # type: ignore[arg-type]
+            status = handler(None, args)  # type: ignore[arg-type]
+            sys.stdout.flush()
+            return status
         url = args.database_url or settings.database_url
         if getattr(args, "reads", False) and not ledger_exists(url):
             raise_no_ledger(args.workspace, url)
@@ -134,7 +137,9 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
         try:
             if getattr(args, "locate", False):  # WORKSPACE: TENANT/ID, or an id one tenant has (docs/adr/0130)
                 args.workspace = app.workspaces.locate(args.workspace)
-            return handler(app, args)
+            status = handler(app, args)
+            sys.stdout.flush()  # a write that fails fails here, where it is reported, not at the exit
+            return status
         finally:
             app.close()
     except ChainBroken as error:  # not a user's mistake: what verify reports with exit status 1
@@ -146,11 +151,19 @@ def main(argv: Sequence[str] | None = None, *, cache_loggers: bool = False) -> i
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as error:
+        if error.errno not in WRITE_FAILURES:
+            raise
+        where = "its output" if error.filename is None else error.filename
+        sys.stderr.write(f"caseboard: cannot write {where}: {error.strerror}; what was written is incomplete\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("caseboard: interrupted\n")
         return 130
 
 
+WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""A write that the disk refused: the output is incomplete, which the user is told in one line."""
 MISSING_DATABASE = re.compile(r'database "([^"]+)" does not exist')
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from caseboard.cli.output import discard_partial
 from caseboard.cli.replay_cmds import REDUCER_HELP, _workspace_app, _workspace_or_missing_file
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
@@ -69,6 +70,7 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
     try:
         out.write_text(page.render(report), encoding="utf-8")
     except OSError as error:
+        discard_partial(out)
         raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
     state = "intact" if report.intact else f"NOT INTACT at version {report.chain['first_bad_version']}"
     mismatched = report.mismatched

@@ -4,9 +4,12 @@ no ledger."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +184,57 @@ def test_a_postgres_database_that_does_not_exist_is_named_with_how_to_create_it(
     assert "'no_such_database_cb' does not exist" in line
     assert "createdb" in line
     assert "cannot reach" not in line
+
+
+def limited(*args: str, url: str, cwd: Path, stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The command line with files limited to 8 KiB, as a full disk limits them: a write past it fails (EFBIG)."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of the process being killed
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+    env = {**os.environ, "CASEBOARD_DATABASE_URL": url}
+    return subprocess.run(
+        [sys.executable, "-m", "caseboard", *args],
+        env=env,
+        cwd=cwd,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=limit,
+    )
+
+
+def test_a_write_the_disk_refuses_is_one_line_and_leaves_no_part_of_a_file(tmp_path: Path, postgres_url: str) -> None:
+    # Before: export and report left the first 8 KiB of the file behind, as if whole, and a refused write to
+    # standard output ended in a traceback. (PostgreSQL: a SQLite ledger is a file the limit would refuse too.)
+    url = postgres_url
+    assert caseboard("demo", url=url, cwd=tmp_path).returncode == 0
+    for args, out in (
+        (["export", "incident-042", "--out", "e.jsonl"], "e.jsonl"),
+        (["report", "incident-042", "--out", "r.html"], "r.html"),
+    ):
+        done = limited(*args, url=url, cwd=tmp_path)
+        assert one_line(done) == f"caseboard: cannot write {out}: File too large\n"
+        assert not (tmp_path / out).exists()
+    with (tmp_path / "stdout.jsonl").open("w") as sink:
+        done = limited("export", "incident-042", url=url, cwd=tmp_path, stdout=sink)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "caseboard: cannot write its output: File too large; what was written is incomplete\n",
+    )
+
+
+def test_an_export_of_an_unknown_workspace_leaves_its_out_file_and_links_alone(tmp_path: Path) -> None:
+    # Before: --out was opened (emptied) first, then removed: a link there was deleted and its target emptied.
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    assert caseboard("demo", url=url, cwd=tmp_path).returncode == 0  # a ledger: without one, nothing is opened
+    (tmp_path / "kept.jsonl").write_text("an earlier export\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "kept.jsonl")
+    for out in ("link.jsonl", "kept.jsonl"):
+        done = caseboard("export", "nope", "--out", out, url=url, cwd=tmp_path)
+        assert "unknown workspace 'nope'" in one_line(done)
+    assert (tmp_path / "link.jsonl").is_symlink()
+    assert (tmp_path / "kept.jsonl").read_text() == "an earlier export\n"
