@@ -10,6 +10,7 @@ from typing import Any
 
 from caseboard.app import build_app
 from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.items import MAX_COUNT
 from caseboard.evaluation.figures import Pricing
 from caseboard.evaluation.incident import load_corpus
 from caseboard.evaluation.report import markdown_table
@@ -32,6 +33,8 @@ def parse_budget(text: str | None) -> dict[str, int]:
             raise ConfigurationError(
                 f"--budget {text!r}: expected cycles=N,tokens=M with positive integers (got {part.strip()!r})"
             )
+        if key == "cycles" and int(value) > MAX_COUNT:  # a workspace's limits are counts (RuntimeLimits)
+            raise ConfigurationError(f"--budget {text!r}: cycles is at most {MAX_COUNT:,} (got {value.strip()})")
         budget[key] = int(value)
     return budget
 

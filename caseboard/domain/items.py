@@ -47,7 +47,8 @@ MAX_DEPTH = 32
 """A free-form value (a judgment's output) nests at most this many arrays and objects (docs/adr/0045)."""
 Ids = Annotated[tuple[Id, ...], Field(max_length=MAX_REFS)]
 Names = Annotated[tuple[Name, ...], Field(max_length=MAX_REFS)]
-Count = Annotated[int, Field(ge=0, le=1_000_000)]
+MAX_COUNT = 1_000_000
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
 class Frozen(BaseModel):

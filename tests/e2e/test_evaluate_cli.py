@@ -35,6 +35,7 @@ def small_corpus(tmp_path: Path, *names: str) -> Path:
     ("args", "message"),
     [
         (("--budget", "cycles=0"), "expected cycles=N,tokens=M"),
+        (("--budget", "cycles=1000001"), "cycles is at most 1,000,000"),  # before: "unknown workspace 'eval-001-...'"
         (("--participants", "no-such-cast", "--arm", "workspace"), "unknown participant 'no-such-cast'"),
         (("--participants", "scripted-x"), "the single-agent arm runs scripted participants only"),
         (("--price-per-mtok", "-1"), "--price-per-mtok -1.0: a price is a number, 0 or more"),
