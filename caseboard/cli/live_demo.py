@@ -19,10 +19,10 @@ from caseboard.agent.plugin import cast as model_cast
 from caseboard.app import App
 from caseboard.coordinator import parse_contribution
 from caseboard.dispatcher.follower import DispatchConfig
+from caseboard.dispatcher.outbox import START, open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.outcome import Refused
-from caseboard.ledger.outbox import START
 from caseboard.workers.live import broker_for, build_dispatcher, build_host, start_worker
 
 LIVE_WORKSPACE = "incident-043"
@@ -46,7 +46,7 @@ def open_item(cycles: int) -> dict[str, Any]:
 
 def cmd_live(app: App, args: argparse.Namespace) -> int:
     workspace_id = args.workspace or LIVE_WORKSPACE
-    held = app.ledger.outbox().read(START, 1)
+    held = open_outbox(app.ledger).read(START, 1)
     if held:  # its dispatcher, controller and cast would act on every workspace already there
         raise CaseboardError(
             f"demo --live runs a controller and its cast on every workspace of its ledger, and this one "
