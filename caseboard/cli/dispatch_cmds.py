@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from caseboard.app import App
+from caseboard.cli.arguments import whole_number
 from caseboard.dispatcher.broker import BrokerWatch, check_broker
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
@@ -50,13 +51,8 @@ def seconds(text: str) -> float:
     return value
 
 
-def thread_count(text: str) -> int:
-    """A process's consumer threads: a whole number from 1 to ``MAX_THREADS``."""
-    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_THREADS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of threads (a whole number from 1 to {MAX_THREADS})"
-        )
-    return int(text)
+thread_count = whole_number("threads", MAX_THREADS)
+"""A process's consumer threads."""
 
 
 def principal_id(text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from caseboard.app import App, build_app
+from caseboard.cli.arguments import whole_number
 from caseboard.cli.output import discard_partial, emit_document, emit_line
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
@@ -155,11 +156,7 @@ def anchor_hash(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a head hash (64 lower-case hexadecimal digits)") from None
 
 
-def process_count(text: str) -> int:
-    """A number of processes: a whole number from 1 to ``MAX_JOBS``."""
-    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (a whole number from 1 to {MAX_JOBS})")
-    return int(text)
+process_count = whole_number("processes", MAX_JOBS)
 
 
 def cmd_verify(_: None, args: argparse.Namespace) -> int:
