@@ -14,14 +14,8 @@ from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
 from caseboard.agent.plugin import cast_principals, participant
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import (
-    add_tenant_choice,
-    consume_until_stopped,
-    principal_id,
-    seconds,
-    tenant_scope,
-    thread_count,
-)
+from caseboard.cli.arguments import identifier, principal_id, seconds
+from caseboard.cli.dispatch_cmds import add_tenant_choice, consume_until_stopped, tenant_scope, thread_count
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError, UnknownWorkspace
 from caseboard.domain.items import Role
@@ -44,7 +38,12 @@ def register(commands: Any) -> None:
         help="who it contributes as (the controller schedules planner-1, ...)",
     )
     agent.add_argument(
-        "--workspace", action="append", default=[], metavar="ID", help="only these workspaces (repeatable)"
+        "--workspace",
+        action="append",
+        default=[],
+        type=identifier("workspace id", workspace=True),
+        metavar="ID",
+        help="only these workspaces (repeatable)",
     )
     agent.add_argument(
         "--kind",

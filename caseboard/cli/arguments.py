@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
+
+from pydantic import TypeAdapter, ValidationError
+
+from caseboard.domain.items import Id, WorkspaceId
+
+MAX_SECONDS = 3600.0
 
 
 def whole_number(noun: str, most: int) -> Callable[[str], int]:
@@ -15,3 +22,40 @@ def whole_number(noun: str, most: int) -> Callable[[str], int]:
         return int(text)
 
     return parse
+
+
+def seconds(text: str) -> float:
+    """A loop's interval or a wait, given on the command line: seconds, more than 0 and at most an hour (0 or
+    less, or not a number, would spin a core; an infinite one cannot be waited for)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (more than 0, at most {MAX_SECONDS:g})")
+    return value
+
+
+def identifier(noun: str, *, workspace: bool = False) -> Callable[[str], str]:
+    """The type of an id given on the command line, checked as the contract checks it (``Id``, or
+    ``WorkspaceId`` with ``workspace``): a tenant or principal that no key or workspace can have would be acted
+    for, or stored under, in vain."""
+    adapter: TypeAdapter[str] = TypeAdapter(WorkspaceId if workspace else Id)
+    allowed = "._:@- (no '/')" if workspace else "._:/@-"
+
+    def parse(text: str) -> str:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {noun}: letters, digits and {allowed}, at most 128, beginning with a letter or "
+                "digit"
+            ) from None
+
+    return parse
+
+
+principal_id = identifier("principal")
+"""Who a process or a key contributes as."""
+tenant_id = identifier("tenant")
+"""The tenant a process acts for, or a key or an artifact belongs to."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from caseboard.app import App
+from caseboard.cli.arguments import tenant_id
 from caseboard.cli.output import emit_line
 from caseboard.domain.citations import Span
 from caseboard.domain.errors import ConfigurationError
@@ -26,7 +27,9 @@ def register(commands: Any) -> None:
 
     def action(name: str, text: str, handler: Any) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(name, help=text)
-        parser.add_argument("--tenant", default=DEFAULT_TENANT, help=f"the tenant (default {DEFAULT_TENANT})")
+        parser.add_argument(
+            "--tenant", type=tenant_id, default=DEFAULT_TENANT, help=f"the tenant (default {DEFAULT_TENANT})"
+        )
         parser.set_defaults(handler=handler)
         return parser
 

@@ -11,16 +11,13 @@ import threading
 import time
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from caseboard.app import App
-from caseboard.cli.arguments import whole_number
+from caseboard.cli.arguments import seconds, tenant_id, whole_number
 from caseboard.dispatcher.broker import BrokerWatch, check_broker
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import CaseboardError, ConfigurationError
-from caseboard.domain.items import Id
 from caseboard.heap import settle_startup
 from caseboard.workers.host import DEFAULT_KINDS
 from caseboard.workers.live import (
@@ -36,33 +33,10 @@ from caseboard.workers.live import (
 from caseboard.workers.plugins import load_participants
 
 MAX_THREADS = 256
-MAX_SECONDS = 3600.0
-
-
-def seconds(text: str) -> float:
-    """A loop's interval or a wait, given on the command line: seconds, more than 0 and at most an hour (0 or
-    less, or not a number, would spin a core; an infinite one cannot be waited for)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (more than 0, at most {MAX_SECONDS:g})")
-    return value
 
 
 thread_count = whole_number("threads", MAX_THREADS)
 """A process's consumer threads."""
-
-
-def principal_id(text: str) -> str:
-    """A principal a process contributes as: an id, as a key's principal is (``keys create``)."""
-    try:
-        return str(TypeAdapter(Id).validate_python(text))
-    except ValidationError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a principal: letters, digits and ._:/@-, at most 128, beginning with a letter or digit"
-        ) from None
 
 
 def register(commands: Any) -> None:
@@ -118,7 +92,7 @@ def add_tenant_choice(parser: argparse.ArgumentParser) -> None:
     """``--tenant T`` or ``--all-tenants``, one of them required: a process that consumes notifications acts for
     one tenant unless an operator-wide one is asked for (docs/adr/0157)."""
     scope = parser.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--tenant", metavar="TENANT", help="act only on this tenant's workspaces")
+    scope.add_argument("--tenant", type=tenant_id, metavar="TENANT", help="act only on this tenant's workspaces")
     scope.add_argument(
         "--all-tenants", action="store_true", help="act on every tenant's workspaces (an operator-wide process)"
     )
@@ -130,8 +104,6 @@ def tenant_scope(app: App, args: argparse.Namespace) -> dict[str, Any]:
     that tenant that does (docs/adr/0190)."""
     if args.tenant is None:
         return {"tenant": None, "tenant_of": lambda key: app.workspaces.tenant_of(key, 5.0)}
-    if not args.tenant.strip():
-        raise ConfigurationError("--tenant names a tenant (or run operator-wide with --all-tenants)")
     return one_tenant(app, args.tenant)
 
 

@@ -6,12 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from caseboard.app import App
+from caseboard.cli.arguments import principal_id, tenant_id
 from caseboard.cli.output import emit_line
 from caseboard.domain.errors import CaseboardError
-from caseboard.domain.items import Id, Role
+from caseboard.domain.items import Role
 from caseboard.keys import ApiKey, open_key_store
 
 
@@ -19,7 +18,7 @@ def register(commands: Any) -> None:
     keys = commands.add_parser("keys", help="API keys for the HTTP API (create, list, revoke)")
     actions = keys.add_subparsers(dest="keys_action", required=True, metavar="ACTION", parser_class=type(keys))
     create = actions.add_parser("create", help="create a key and print its token (shown once)")
-    create.add_argument("--principal", required=True, help="who the key's holder is, e.g. planner-1")
+    create.add_argument("--principal", required=True, type=principal_id, help="who the key's holder is, e.g. planner-1")
     create.add_argument(
         "--role",
         action="append",
@@ -27,7 +26,7 @@ def register(commands: Any) -> None:
         choices=[r.value for r in Role],
         help="a role the key may act in (repeat for several)",
     )
-    create.add_argument("--tenant", required=True, help="the tenant whose workspaces the key can see")
+    create.add_argument("--tenant", required=True, type=tenant_id, help="the tenant whose workspaces the key can see")
     create.add_argument("--label", help="a note for operators")
     create.set_defaults(handler=cmd_create)
     listing = actions.add_parser("list", help="the keys, one JSON object per line (never their tokens)")
@@ -47,11 +46,6 @@ def public(key: ApiKey) -> dict[str, Any]:
 
 
 def cmd_create(app: App, args: argparse.Namespace) -> int:
-    try:
-        TypeAdapter(Id).validate_python(args.principal)
-        TypeAdapter(Id).validate_python(args.tenant)
-    except ValidationError:
-        raise CaseboardError("--principal and --tenant are ids: letters, digits and ._:/@- (at most 128)") from None
     store = open_key_store(_store_url(app, args))
     try:
         issued = store.create(args.principal, tuple(Role(r) for r in args.role), args.tenant, args.label)

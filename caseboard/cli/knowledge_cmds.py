@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from caseboard.app import App
+from caseboard.cli.arguments import tenant_id
 from caseboard.domain.errors import CaseboardError
 from caseboard.knowledge import Entry, audit, rebuild
 
@@ -26,7 +27,9 @@ def register(commands: Any) -> None:
     search = sub.add_parser("search", help="a tenant's current entries for a service (prior findings)")
     search.add_argument("--service", required=True, help="the service, e.g. payments-api")
     search.add_argument("--q", help="words the statement holds (any case)")
-    search.add_argument("--tenant", help="one tenant (default: every tenant, each entry naming its own)")
+    search.add_argument(
+        "--tenant", type=tenant_id, help="one tenant (default: every tenant, each entry naming its own)"
+    )
     search.add_argument("--include-retired", action="store_true", help="retired and expired entries too")
     search.add_argument("--format", choices=["text", "json"], default="text")
     search.set_defaults(handler=cmd_search)

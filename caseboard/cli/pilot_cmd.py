@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from caseboard.cli.arguments import seconds
 from caseboard.domain.errors import ConfigurationError
 
 
@@ -19,7 +20,7 @@ def register(commands: Any) -> None:
     pilot.add_argument(
         "--until-handoff", action="store_true", help="stop everything and exit once the links are printed"
     )
-    pilot.add_argument("--timeout", type=float, default=300.0, help="seconds the loop may take (default 300)")
+    pilot.add_argument("--timeout", type=seconds, default=300.0, help="seconds the loop may take (default 300)")
     pilot.add_argument(
         "--base-port", type=int, default=0, help="the first of the ports it listens on (default: free ports)"
     )
@@ -33,9 +34,7 @@ def cmd_pilot(_: None, args: argparse.Namespace) -> int:
     from caseboard.pilot.run import Options, run
 
     if not 0 <= args.base_port <= 65_500:
-        raise ConfigurationError(f"--base-port must be between 1 and 65500, not {args.base_port}")
-    if not 0 < args.timeout <= 3600:
-        raise ConfigurationError(f"--timeout must be more than 0 and at most 3600 seconds, not {args.timeout:g}")
+        raise ConfigurationError(f"--base-port must be 0 (free ports) or between 1 and 65500, not {args.base_port}")
     model_url = args.model_url or os.environ.get("CASEBOARD_MODEL_URL") or None
     options = Options(Path(args.dir), args.until_handoff, args.timeout, args.base_port, model_url)
     return run(options)

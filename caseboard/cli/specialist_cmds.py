@@ -7,7 +7,8 @@ from typing import Any
 
 from caseboard.agent.host import agent_host, role_queues, start_agent
 from caseboard.app import App
-from caseboard.cli.dispatch_cmds import consume_until_stopped, one_tenant, principal_id, seconds, thread_count
+from caseboard.cli.arguments import principal_id, seconds, tenant_id
+from caseboard.cli.dispatch_cmds import consume_until_stopped, one_tenant, thread_count
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError
 from caseboard.sources.config import load_sources
@@ -24,7 +25,7 @@ def register(commands: Any) -> None:
         "specialist", help="answer work requests from a read-only diagnostic source (docs/sources.md)"
     )
     specialist.add_argument("--source", required=True, metavar="NAME", help="a source of $CASEBOARD_SOURCES")
-    specialist.add_argument("--tenant", help="the tenant it acts for (default: the file's only tenant)")
+    specialist.add_argument("--tenant", type=tenant_id, help="the tenant it acts for (default: the file's only tenant)")
     specialist.add_argument("--principal", type=principal_id, help="who it contributes as (default: <kind>-specialist)")
     specialist.add_argument("--tick", type=seconds, default=2.0, help="seconds between idle checks (default 2)")
     specialist.add_argument("--threads", type=thread_count, default=1)

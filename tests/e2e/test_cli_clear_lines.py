@@ -110,15 +110,42 @@ def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(comm
         (["specialist", "--source", "s", "--principal", "a b"], "argument --principal: 'a b' is not a principal"),
         (["dispatch", "--poll", "-1"], "argument --poll: '-1' is not a number of seconds"),
         (["dispatch", "--redrive-after", "1e9"], "argument --redrive-after: '1e9' is not a number of seconds"),
+        (["serve", "--header-timeout", "nan"], "argument --header-timeout: 'nan' is not a number of seconds"),
+        (["pilot", "--timeout", "0"], "argument --timeout: '0' is not a number of seconds"),
+        (["demo", "--live", "--timeout", "-1"], "argument --timeout: '-1' is not a number of seconds"),
+        (["worker", "--tenant", ""], "argument --tenant: '' is not a tenant"),
+        (
+            ["agent", "--role", "planner", "--principal", "p", "--tenant", "t", "--workspace", "a/b"],
+            "argument --workspace: 'a/b' is not a workspace id: letters, digits and ._:@- (no '/')",
+        ),
+        (
+            ["keys", "create", "--principal", "p", "--role", "operator", "--tenant", "a b"],
+            "argument --tenant: 'a b' is not a tenant",
+        ),
+        (
+            ["keys", "create", "--principal", "../p", "--role", "operator", "--tenant", "t"],
+            "argument --principal: '../p' is not a principal",
+        ),
+        (["knowledge", "search", "--service", "s", "--tenant", "a,b"], "argument --tenant: 'a,b' is not a tenant"),
     ],
 )
 def test_a_process_s_interval_threads_or_principal_out_of_range_is_one_line(
     command: list[str], said: str, tmp_path: Path
 ) -> None:
     # Before: 0, a negative or nan seconds spun a core (the loop never waited), inf ended in a traceback, and a
-    # principal that is no id started a process whose every contribution was refused.
+    # principal that is no id started a process whose every contribution was refused. A tenant no key can hold
+    # was acted for, searched or stored under in vain; a workspace id with '/' named none.
     done = caseboard(*command, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
     assert said in one_line(done)
+
+
+def test_an_artifact_is_not_stored_under_a_tenant_no_key_can_hold(tmp_path: Path) -> None:
+    # Before: stored, and listed under '../../x', where no workspace's citation could ever reach it.
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    (tmp_path / "a.log").write_text("hello\n")
+    done = caseboard("artifacts", "put", "a.log", "--tenant", "../../x", url=url, cwd=tmp_path)
+    assert one_line(done).startswith("caseboard: argument --tenant: '../../x' is not a tenant: letters, digits")
+    assert not (tmp_path / "artifacts").exists()
 
 
 def test_an_empty_file_or_input_is_not_stored_as_an_artifact(tmp_path: Path) -> None:
