@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from caseboard.app import App
 from caseboard.cli.arguments import tenant_id
-from caseboard.cli.output import emit_line
+from caseboard.cli.output import emit_line, out_file
 from caseboard.domain.citations import Span
 from caseboard.domain.errors import ConfigurationError
 from caseboard.evidence.model import BLOCK, DEFAULT_MEDIA_TYPE
@@ -83,14 +83,11 @@ def _write(chunks: Iterator[bytes], out: str | None) -> int:
             sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return 0
-    temp = Path(f"{out}.partial")
     try:
-        with open(temp, "wb") as handle:
+        with out_file(Path(out), "wb") as handle:
             for data in chunks:
                 handle.write(data)
-        temp.replace(out)
     except OSError as error:
-        temp.unlink(missing_ok=True)
         raise ConfigurationError(f"cannot write {out}: {error.strerror}") from None
     return 0
 

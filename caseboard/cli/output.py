@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -23,8 +27,24 @@ def emit_document(obj: Any, fmt: str) -> None:
     sys.stdout.flush()
 
 
-def discard_partial(path: Path) -> None:
-    """Remove what a failed write left at ``path``, so that no part of a file passes for the whole: only a
-    regular file the command wrote, never what a link points at nor a device (``--out /dev/stdout``)."""
-    if path.is_file() and not path.is_symlink():
-        path.unlink()
+@contextmanager
+def out_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """``path`` opened for writing (``mode`` "w" for UTF-8 text, "wb" for bytes) such that no part of a file
+    passes for the whole: it is written as ``<file>.partial`` beside the file and renamed over it once whole,
+    so a failed write leaves the file as it was (none where there was none). A link is followed, and its
+    target replaced, never the link; a device or a pipe (``--out /dev/stdout``) is written as it is."""
+    if path.exists() and not path.is_file():  # both follow a link: /dev/stdout is a link to a pipe or a terminal
+        with path.open(mode, encoding="utf-8" if mode == "w" else None) as handle:
+            yield handle
+        return
+    target = path.resolve()
+    temp = target.with_name(f"{target.name}.partial")
+    try:
+        with temp.open(mode, encoding="utf-8" if mode == "w" else None) as handle:
+            yield handle
+        if target.exists():
+            shutil.copymode(target, temp)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

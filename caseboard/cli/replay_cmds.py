@@ -18,9 +18,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from caseboard.app import App, build_app
 from caseboard.cli.arguments import whole_number
-from caseboard.cli.output import discard_partial, emit_document, emit_line
+from caseboard.cli.output import emit_document, emit_line, out_file
 from caseboard.cli.reading import ledger_exists, raise_no_ledger
-from caseboard.domain.errors import CaseboardError, UnknownWorkspace
+from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Sha256
 from caseboard.reducers import GROUP, RELEASED, get_reducer
 from caseboard.replay import excerpts
@@ -107,24 +107,18 @@ def cmd_export(app: App, args: argparse.Namespace) -> int:
         export(app.ledger, args.workspace, sys.stdout)
         return 0
     out = Path(args.out)
-    if app.ledger.head(args.workspace) == 0:
-        raise UnknownWorkspace(args.workspace)  # before --out is opened, and so emptied
     try:
-        with out.open("w", encoding="utf-8") as handle:
+        with out_file(out) as handle:
             count = export(app.ledger, args.workspace, handle)
-    except (OSError, CaseboardError) as error:
-        discard_partial(out)
-        if isinstance(error, OSError):
-            raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
-        raise
+    except OSError as error:
+        raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
     sys.stderr.write(f"caseboard: exported {count} commits of {args.workspace} to {out}\n")
     if args.with_excerpts:  # docs/adr/0082
         sidecar = excerpts.sidecar_of(out)
         try:
-            with sidecar.open("w", encoding="utf-8") as handle:
+            with out_file(sidecar) as handle:
                 excerpts.write_excerpts(list(read_ledger(app.ledger, args.workspace)), app.artifacts, handle)
         except OSError as error:
-            discard_partial(sidecar)
             raise CaseboardError(f"cannot write {sidecar}: {error.strerror or error}") from None
     return 0
 

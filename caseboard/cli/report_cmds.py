@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from caseboard.cli.output import discard_partial
+from caseboard.cli.output import out_file
 from caseboard.cli.replay_cmds import REDUCER_HELP, _workspace_app, _workspace_or_missing_file
 from caseboard.domain.commit import Commit
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
@@ -68,9 +68,9 @@ def cmd_report(_: None, args: argparse.Namespace) -> int:
             report = model.build_from(ledger_record(app.ledger, key), reducer, args.at_version, Holder(app.artifacts))
     out = Path(args.out)
     try:
-        out.write_text(page.render(report), encoding="utf-8")
+        with out_file(out) as handle:
+            handle.write(page.render(report))
     except OSError as error:
-        discard_partial(out)
         raise CaseboardError(f"cannot write {out}: {error.strerror or error}") from None
     state = "intact" if report.intact else f"NOT INTACT at version {report.chain['first_bad_version']}"
     mismatched = report.mismatched

@@ -246,6 +246,11 @@ def test_a_write_the_disk_refuses_is_one_line_and_leaves_no_part_of_a_file(tmp_p
         done = limited(*args, url=url, cwd=tmp_path)
         assert one_line(done) == f"caseboard: cannot write {out}: File too large\n"
         assert not (tmp_path / out).exists()
+        # An earlier file of that name stays whole (before: emptied, then removed), and no part is left beside it.
+        (tmp_path / out).write_text("an earlier one\n")
+        assert one_line(limited(*args, url=url, cwd=tmp_path)) == f"caseboard: cannot write {out}: File too large\n"
+        assert (tmp_path / out).read_text() == "an earlier one\n"
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(out)) == [out]
     with (tmp_path / "stdout.jsonl").open("w") as sink:
         done = limited("export", "incident-042", url=url, cwd=tmp_path, stdout=sink)
     assert (done.returncode, done.stderr) == (
@@ -265,3 +270,18 @@ def test_an_export_of_an_unknown_workspace_leaves_its_out_file_and_links_alone(t
         assert "unknown workspace 'nope'" in one_line(done)
     assert (tmp_path / "link.jsonl").is_symlink()
     assert (tmp_path / "kept.jsonl").read_text() == "an earlier export\n"
+
+
+def test_out_follows_a_link_and_writes_a_device_as_it_is(tmp_path: Path) -> None:
+    """``--out`` through a link replaces the link's target, never the link; a device is written as it is."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    assert caseboard("demo", url=url, cwd=tmp_path).returncode == 0
+    expected = caseboard("export", "incident-042", url=url, cwd=tmp_path).stdout
+    (tmp_path / "kept.jsonl").write_text("an earlier export\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "kept.jsonl")
+    assert caseboard("export", "incident-042", "--out", "link.jsonl", url=url, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "link.jsonl").is_symlink()
+    assert (tmp_path / "kept.jsonl").read_text() == expected
+    to_device = caseboard("export", "incident-042", "--out", "/dev/stdout", url=url, cwd=tmp_path)
+    assert (to_device.returncode, to_device.stdout) == (0, expected)
+    assert Path("/dev/stdout").exists()
