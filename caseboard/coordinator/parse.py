@@ -195,7 +195,9 @@ def _problem(error: Any) -> tuple[str, str]:
         ctx = error.get("ctx", {})
         limit = ctx.get("min_length" if kind == "too_short" else "max_length")
         bound = "at least" if kind == "too_short" else "at most"
-        message = f"{bound} {limit} {'entry' if limit == 1 else 'entries'}, got {ctx.get('actual_length')}"
+        message = f"{bound} {limit} {'entry' if limit == 1 else 'entries'}"
+        if ctx.get("actual_length") is not None:  # pydantic stops counting a mapping's entries past the limit
+            message += f", got {ctx['actual_length']}"
     elif kind == "string_too_long":
         limit = error.get("ctx", {}).get("max_length")
         message = f"text is too long (at most {limit} characters; put large material behind evidence_ref)"

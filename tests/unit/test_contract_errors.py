@@ -420,6 +420,12 @@ def test_reference_lists_and_judgment_outputs_are_bounded() -> None:
         )
     assert (refused.value.reason.value, refused.value.field) == ("invalid", "items[0].supporting_evidence")
     assert str(refused.value) == "items[0].supporting_evidence: at most 256 entries, got 257"
+    revisions = {f"obs-{i}": 1 for i in range(257)}  # a mapping: pydantic does not count past the limit
+    judgment = {"type": "judgment", "invocation_id": "i", "component": "c", "model": "m", "prompt_sha256": "0" * 64}
+    judgment |= {"input_workspace_version": 1, "evidence_revisions": revisions, "output": {}}
+    with pytest.raises(Refusal) as refused:
+        parse_contribution({"workspace_id": "w", "author": {"principal": "p", "role": "planner"}, "items": [judgment]})
+    assert str(refused.value) == "items[0].evidence_revisions: at most 256 entries"  # before: "..., got None"
     judgment = {
         "type": "judgment",
         "invocation_id": "i",
