@@ -39,9 +39,11 @@ from caseboard.mcp_server.identity import authenticate, from_headers
 from caseboard.mcp_server.server import build_server
 
 MCP_PATH = "/mcp"
-METHODS = ("GET", "POST", "DELETE")
-"""The methods of streamable HTTP; the SDK answers each (a stateless server: a POST is a request, the others
-are refused or, for a client of the protocol before 2026-07-28, a stream of server messages)."""
+METHODS = ("POST",)
+"""The one method a stateless server with JSON responses takes: a POST is a request. Streamable HTTP's GET (a
+stream of the server's own messages) and DELETE (the end of a session) are answered 405, which the protocol
+allows: there is no session, and the server sends nothing unasked. The SDK would hold a GET of a client of a
+protocol before 2026-07-28 open as an event stream that never carries an event, one connection each."""
 
 
 class McpEndpoint:

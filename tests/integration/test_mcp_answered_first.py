@@ -88,22 +88,28 @@ def test_an_unexpected_error_is_a_500_in_the_contracts_shape_and_counted(
     assert tool_call(server, specialist).status_code == 200  # the server goes on answering
 
 
-def test_every_method_is_answered_and_counted_and_one_the_sdk_does_not_take_is_a_405_in_the_contracts_shape(
+def test_every_method_is_answered_and_counted_and_one_a_stateless_server_does_not_take_is_a_405_in_the_contracts_shape(
     server: RunningServer,
 ) -> None:
     specialist = server.token("spec-get", "specialist")
     headers = {"Authorization": f"Bearer {specialist}", "Accept": "application/json, text/event-stream"}
+    for protocol, count in ((PROTOCOL, 1), ("2025-03-26", 2)):
+        # Before: a client of the older protocol was held open as an event stream that never carried an event.
+        got = httpx.get(
+            f"{server.base_url}{MCP_PATH}", headers={**headers, "MCP-Protocol-Version": protocol}, timeout=5
+        )
+        assert got.status_code == 405 and got.headers["allow"] == "POST"
+        assert got.json()["message"] == "GET /mcp: allowed methods: POST"
+        assert counted(server, "GET", 405) == count
     headers["MCP-Protocol-Version"] = PROTOCOL
-    got = httpx.get(f"{server.base_url}{MCP_PATH}", headers=headers, timeout=30)
-    assert got.status_code == 405 and got.headers["allow"] == "POST"  # the SDK's: no stream on a stateless server
-    assert counted(server, "GET", 405) == 1
-    put = httpx.put(f"{server.base_url}{MCP_PATH}", headers=headers, timeout=30)
-    assert put.status_code == 405 and put.headers["allow"] == "GET, POST, DELETE"
-    body = put.json()
-    assert (body["ok"], body["reason"]) == (False, "method_not_allowed")
-    assert body["message"] == "PUT /mcp: allowed methods: GET, POST, DELETE"
-    assert counted(server, "PUT", 405) == 1
-    unauthenticated = httpx.delete(f"{server.base_url}{MCP_PATH}", timeout=30)
+    for method in ("PUT", "DELETE"):
+        refused = httpx.request(method, f"{server.base_url}{MCP_PATH}", headers=headers, timeout=30)
+        assert refused.status_code == 405 and refused.headers["allow"] == "POST"
+        body = refused.json()
+        assert (body["ok"], body["reason"]) == (False, "method_not_allowed")
+        assert body["message"] == f"{method} /mcp: allowed methods: POST"
+        assert counted(server, method, 405) == 1
+    unauthenticated = httpx.post(f"{server.base_url}{MCP_PATH}", timeout=30)
     assert unauthenticated.status_code == 401 and unauthenticated.json()["reason"] == "unauthenticated"
 
 
