@@ -1,9 +1,15 @@
 """The auditor's page as one self-contained HTML document: jinja2 (autoescaped) over ``model.Report``, with
 the vendored cytoscape.js (``vendor/``, its licence beside it) and the page's own script and style inlined.
-Nothing is fetched when the page is opened: no CDN, no font, no image."""
+Nothing is fetched when the page is opened: no CDN, no font, no image.
+
+Every page carries a Content-Security-Policy (``content_security_policy``) that lets run only the scripts
+caseboard ships, each named by its SHA-256: a text a participant wrote is escaped where it is shown, and were
+one ever shown unescaped, the browser would still not run a script or a handler it carried."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from functools import cache
 from importlib import resources
@@ -14,6 +20,8 @@ import jinja2
 from caseboard.report.model import Report
 
 PACKAGE = "caseboard.report"
+SCRIPTS = ("vendor/cytoscape.min.js", "static/report.js", "static/console_live.js", "static/console_list.js")
+"""Every script a page inlines: the only ones its policy lets run."""
 
 
 @cache
@@ -32,7 +40,21 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["show"] = show
     env.filters["source"] = source
+    env.globals["content_security_policy"] = content_security_policy()
     return env
+
+
+@cache
+def content_security_policy() -> str:
+    """The policy of every page, served or written to a file: nothing fetched but from the server that served
+    it (the console's data and event streams, its forms), no script but ``SCRIPTS``, no plugin, no base URL."""
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(_asset(name).encode()).digest()).decode()}'" for name in SCRIPTS
+    )
+    return (
+        f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'"
+    )
 
 
 def source(value: Any) -> str:

@@ -160,6 +160,8 @@ def rows(page: Any) -> dict[str, dict[str, str]]:
 def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_second(
     console: Console, browser: Callable[..., Any]
 ) -> None:
+    from playwright.sync_api import expect
+
     with browser(console.ours, width=DESKTOP) as (page, seen):
         sign_in(page, console, console.token_a)
         shown = rows(page)
@@ -185,7 +187,7 @@ def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_secon
         assert page.locator("h1").inner_text() == "a-05 — version 2 of 2"
         answer = reporter.post("/workspaces/a-05/contributions", json={"items": [observation("obs-live-2")]})
         assert answer.status_code == 201, answer.text
-        page.wait_for_function("document.querySelector('h1').textContent.includes('version 3 of 3')", timeout=5_000)
+        expect(page.locator("h1")).to_contain_text("version 3 of 3", timeout=5_000)  # no eval: the policy forbids it
         timeline = page.locator("#timeline tr.entry").evaluate_all("rows => rows.map(r => r.dataset.id)")
     assert seen_after < 1.0, f"the commit appeared after {seen_after:.2f} s"
     assert first == "a-new"
@@ -194,14 +196,16 @@ def test_the_list_shows_only_the_keys_tenant_and_a_commit_appears_within_a_secon
 
 
 def test_needs_a_person_shows_exactly_the_escalated_ones(console: Console, browser: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
     with browser(console.ours, width=DESKTOP) as (page, seen):
         sign_in(page, console, console.token_a)
         page.check("#needs-person")
-        page.wait_for_function("document.querySelectorAll('#rows tbody tr[data-id]').length === 3", timeout=5_000)
+        expect(page.locator("#rows tbody tr[data-id]")).to_have_count(3, timeout=5_000)
         shown = rows(page)
         assert {ref: row["status"] for ref, row in shown.items()} == ESCALATED
         page.fill("#q", "a-07")
-        page.wait_for_function("document.querySelectorAll('#rows tbody tr[data-id]').length === 1", timeout=5_000)
+        expect(page.locator("#rows tbody tr[data-id]")).to_have_count(1, timeout=5_000)
         assert set(rows(page)) == {"a-07"}
     assert seen.errors == [] and seen.refused == []
     listed = console.bearer(console.token_a).get("/workspaces", params={"needs_person": "true"}).json()

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from caseboard.report.page import content_security_policy
 from tests.browser import offline_page
 from tests.conftest import ROOT, caseboard, play, scenario_lines, stale_install
 
@@ -182,6 +184,27 @@ def test_report_at_a_past_version_shows_that_version(tmp_path: Path) -> None:
     beyond = caseboard("report", str(source), "--out", str(out), "--at-version", "21", url=f"sqlite:///{tmp_path}/n.db")
     assert beyond.returncode == 2
     assert beyond.stderr.strip() == "caseboard: --at-version 21: the record holds versions 1 to 20"
+
+
+def test_a_script_the_page_did_not_ship_does_not_run_even_were_a_text_shown_unescaped(tmp_path: Path) -> None:
+    """Every text a participant wrote is escaped; the page's policy is the second wall: were one ever shown
+    unescaped (here: put into the file after it was written), its script and its handler would not run, while
+    the scripts caseboard ships (the graph) still do."""
+    out = tmp_path / "r.html"
+    done = caseboard("report", str(CORPUS_INCIDENT), "--out", str(out), url=f"sqlite:///{tmp_path}/n.db")
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    policy = escape(content_security_policy())  # as the template writes an attribute
+    assert f'<meta http-equiv="Content-Security-Policy" content="{policy}">' in html
+    injected = '<script>window.injected = 1</script><img src=x onerror="window.injected = 2">'
+    out.write_text(html.replace("</header>", "</header>" + injected, 1))
+    assert injected in out.read_text()
+    url = out.resolve().as_uri()
+    with offline_page(lambda requested: requested == url) as (page, seen):
+        page.goto(url, wait_until="load")
+        page.wait_for_selector("#cy[data-ready='1']", timeout=30_000)  # the shipped scripts ran
+        assert page.evaluate("() => window.injected === undefined")
+    assert any("Content Security Policy" in error for error in seen.errors), seen.errors
 
 
 def copy_final(shots: Path, docs: Path) -> None:  # pragma: no cover - run by hand to refresh docs/report-*.png

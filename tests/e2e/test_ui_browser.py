@@ -88,6 +88,34 @@ def test_the_ui_shows_only_the_keys_tenant_and_refuses_without_a_key(server: Run
     assert beyond.status_code == 422 and beyond.json()["reason"] == "invalid"
 
 
+def test_every_page_forbids_framing_sniffing_referers_and_any_script_but_its_own(server: RunningServer) -> None:
+    mine = server.token("auditor-4", "operator", tenant="tenant-a")
+    base = server.base_url + "/ui"
+    pages = ["/", "/workspaces/incident-042", "/workspaces/incident-042/judgments", "/workspaces/incident-042/diff"]
+    answers = [
+        httpx.get(
+            base + path,
+            params={"from": 3, "to": 9} if path.endswith("diff") else None,
+            cookies={"caseboard_key": mine},
+            timeout=30,
+        )
+        for path in pages
+    ]
+    answers.append(httpx.get(base + "/", timeout=30))  # the sign-in form
+    answers.append(httpx.post(base + "/login", data={"token": "cb_nope"}, timeout=30))  # and its refusal
+    for answer in answers:
+        assert answer.headers["content-type"].startswith("text/html"), answer.url
+        policy = answer.headers["content-security-policy"]
+        assert (
+            policy.startswith("default-src 'none'; script-src 'sha256-")
+            and "'unsafe-inline'" not in policy.split(";")[1]
+        )
+        assert policy.endswith("; frame-ancestors 'none'")
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["referrer-policy"] == "no-referrer"
+
+
 def test_signing_in_with_the_key_left_empty_stays_on_the_page_and_asks_for_it(server: RunningServer) -> None:
     """The browser holds the form back (the field is required), so a person never gets the JSON refusal the
     route gives a request without a token."""

@@ -103,6 +103,7 @@
   }
   form.addEventListener("input", changed);
   form.addEventListener("change", changed);
+  form.addEventListener("submit", function (event) { event.preventDefault(); });  // Enter filters as typing does
   more.addEventListener("click", function () {
     fetch(data.api + "?" + query({ before: String(next) }), { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
