@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import stat
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,21 +31,30 @@ def emit_document(obj: Any, fmt: str) -> None:
 @contextmanager
 def out_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """``path`` opened for writing (``mode`` "w" for UTF-8 text, "wb" for bytes) such that no part of a file
-    passes for the whole: it is written as ``<file>.partial`` beside the file and renamed over it once whole,
-    so a failed write leaves the file as it was (none where there was none). A link is followed, and its
-    target replaced, never the link; a device or a pipe (``--out /dev/stdout``) is written as it is."""
+    passes for the whole: it is written to a new file of its own beside it (``<file>.<random>.partial``,
+    created exclusively: no other writer's, and no link put there beforehand) and renamed over it once whole,
+    so a failed write leaves the file as it was (none where there was none), and of two writers the last
+    rename wins whole. A link at ``path`` is followed, and its target replaced, never the link; a device or a
+    pipe (``--out /dev/stdout``) is written as it is."""
     if path.exists() and not path.is_file():  # both follow a link: /dev/stdout is a link to a pipe or a terminal
         with path.open(mode, encoding="utf-8" if mode == "w" else None) as handle:
             yield handle
         return
     target = path.resolve()
-    temp = target.with_name(f"{target.name}.partial")
+    descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f"{target.name}.", suffix=".partial")
+    temp = Path(name)
     try:
-        with temp.open(mode, encoding="utf-8" if mode == "w" else None) as handle:
+        os.fchmod(descriptor, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask())
+        with open(descriptor, mode, encoding="utf-8" if mode == "w" else None) as handle:
             yield handle
-        if target.exists():
-            shutil.copymode(target, temp)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's file mode mask (read by setting it, then setting it back: the command line runs no threads)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -3,6 +3,7 @@ no ledger."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -273,7 +274,8 @@ def test_an_export_of_an_unknown_workspace_leaves_its_out_file_and_links_alone(t
 
 
 def test_out_follows_a_link_and_writes_a_device_as_it_is(tmp_path: Path) -> None:
-    """``--out`` through a link replaces the link's target, never the link; a device is written as it is."""
+    """``--out`` through a link replaces the link's target, never the link; a device is written as it is; the
+    file is written beside it under a name of its own, never through what lies there already."""
     url = f"sqlite:///{tmp_path}/ledger.db"
     assert caseboard("demo", url=url, cwd=tmp_path).returncode == 0
     expected = caseboard("export", "incident-042", url=url, cwd=tmp_path).stdout
@@ -282,6 +284,16 @@ def test_out_follows_a_link_and_writes_a_device_as_it_is(tmp_path: Path) -> None
     assert caseboard("export", "incident-042", "--out", "link.jsonl", url=url, cwd=tmp_path).returncode == 0
     assert (tmp_path / "link.jsonl").is_symlink()
     assert (tmp_path / "kept.jsonl").read_text() == expected
+    # A link put where a fixed temporary name would be is not written through (it was, by artifacts get).
+    (tmp_path / "victim").write_text("not an export\n")
+    (tmp_path / "out.jsonl.partial").symlink_to(tmp_path / "victim")
+    assert caseboard("export", "incident-042", "--out", "out.jsonl", url=url, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "victim").read_text() == "not an export\n"
+    assert (tmp_path / "out.jsonl").read_text() == expected and not (tmp_path / "out.jsonl").is_symlink()
+    artifact = json.loads(caseboard("artifacts", "put", "victim", url=url, cwd=tmp_path).stdout)["artifact_id"]
+    (tmp_path / "a.log.partial").symlink_to(tmp_path / "kept.jsonl")
+    assert caseboard("artifacts", "get", artifact, "--out", "a.log", url=url, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "kept.jsonl").read_text() == expected and (tmp_path / "a.log").read_text() == "not an export\n"
     to_device = caseboard("export", "incident-042", "--out", "/dev/stdout", url=url, cwd=tmp_path)
     assert (to_device.returncode, to_device.stdout) == (0, expected)
     assert Path("/dev/stdout").exists()
