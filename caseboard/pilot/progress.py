@@ -70,7 +70,9 @@ def poll(what: str, check: Callable[[], bool], timeout: float, watched: list[Chi
                 raise ConfigurationError(f"{running.name} exited (status {status}) before {what}; see {running.log}")
         if time.monotonic() > end:
             folder = watched[0].log.parent if watched and watched[0].log else "the run folder"
-            raise ConfigurationError(f"no {what} within {timeout:.0f} s; each process's log is in {folder}")
+            raise ConfigurationError(
+                f"gave up waiting for {what} after {timeout:.0f} s; each process's log is in {folder}"
+            )
         time.sleep(0.2)
 
 

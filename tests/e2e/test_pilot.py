@@ -238,6 +238,20 @@ def test_without_prometheus_the_quickstart_says_what_to_install_in_one_line(tmp_
     assert not (tmp_path / "run").exists()
 
 
+def test_a_run_folder_that_holds_what_a_run_did_not_make_is_refused_and_kept(tmp_path: Path) -> None:
+    # Before: a run emptied its --dir first, whatever it held: --dir . removed the user's own files.
+    (tmp_path / "thesis.txt").write_text("precious\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOARD_")}
+    command = [sys.executable, "-m", "caseboard", "pilot", "--dir", "."]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr == (
+        f"caseboard: --dir {tmp_path} holds files a pilot run did not make, and a run empties its folder first: "
+        "give a new or empty folder (one an older caseboard ran in has no .caseboard-pilot: remove it by hand)\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.txt"]
+
+
 def test_a_base_port_whose_range_is_in_use_is_refused_in_one_line_before_anything_starts(tmp_path: Path) -> None:
     if not (have_prometheus() and have_alertmanager()):
         service_missing("prometheus", FileNotFoundError("Debian's prometheus and prometheus-alertmanager"))
