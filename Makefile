@@ -25,11 +25,12 @@ run: $(STAMP) ## tell the incident-042 story on a fresh embedded ledger; on a te
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/demo/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo
 	@if [ -t 0 ] && [ -t 1 ] && [ "$${CASEBOARD_DEMO_SERVE:-1}" != 0 ]; then \
 	  echo; echo "Serving the same incident over HTTP (Ctrl-C stops; CASEBOARD_DEMO_SERVE=0 skips this step):"; \
-	  CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo; fi
+	  rm -rf .caseboard/serve-demo; CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo; fi
 
 demo: run ## same as run
 
 serve: $(STAMP) ## serve the HTTP API on 127.0.0.1:8000 (PORT=...) with incident-042 loaded and demo keys printed
+	rm -rf .caseboard/serve-demo
 	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard serve --demo $(if $(PORT),--port $(PORT))
 
 live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller and scripted workers
@@ -37,6 +38,7 @@ live: $(STAMP) ## the live loop on the embedded ledger: dispatcher, controller a
 	CASEBOARD_DATABASE_URL=sqlite:///.caseboard/live/ledger.db CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard demo --live
 
 pilot: $(STAMP) ## the pilot loop on this machine: an alert fires, checks run, a person gets the handoff (needs prometheus)
+	rm -rf .caseboard/pilot
 	CASEBOARD_LOG_LEVEL=warning $(BIN)/caseboard pilot
 
 .PHONY: pilot

@@ -16,7 +16,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -31,6 +30,7 @@ from caseboard.cli.demo import cite_evidence, scenario_text, store_evidence
 from caseboard.cli.ledger_cmds import submit_line
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
+from caseboard.folders import check_emptiable, refill
 from caseboard.http_limits import HttpLimits
 from caseboard.keys import KeyStore, open_key_store
 from caseboard.settings import Settings
@@ -104,10 +104,10 @@ def cmd_serve(_: None, args: argparse.Namespace) -> int:
     if not 1 <= args.workers <= 64:
         raise CaseboardError(f"--workers must be between 1 and 64, not {args.workers}")
     limits = _limits(args)
+    folder = check_emptiable(Path(args.demo_dir), "--demo-dir") if args.demo else None
     listening = bind(args.host, args.port)
-    if args.demo:
-        folder = Path(args.demo_dir)
-        shutil.rmtree(folder, ignore_errors=True)
+    if folder is not None:
+        refill(folder, "caseboard serve --demo")
         url = f"sqlite:///{folder}/ledger.db"
     else:
         url = args.database_url or settings.database_url

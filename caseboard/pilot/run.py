@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from caseboard.domain.errors import ConfigurationError
+from caseboard.folders import check_emptiable, refill
 from caseboard.pilot.progress import Follower, firing, has_series, pings, poll
 from caseboard.pilot.receiver import Delivery, Receiver, describe
 from caseboard.pilot.servers import (
@@ -114,31 +115,11 @@ class Ports:
         return self.next - 1
 
 
-MARK = ".caseboard-pilot"
-"""The file that says a folder is a run folder the pilot made: only such a folder, or an empty one, is emptied."""
-
-
-def check_folder(folder: Path) -> None:
-    """One line unless ``folder`` may be emptied: absent, empty, or a run folder the pilot made (``MARK``). A
-    run empties its folder first, and ``--dir .`` or ``--dir ~`` must not empty the user's own."""
-    folder = folder.resolve()
-    if not folder.exists():
-        return
-    if not folder.is_dir():
-        raise ConfigurationError(f"--dir {folder}: not a folder")
-    if (folder / MARK).is_file() or not any(folder.iterdir()):
-        return
-    raise ConfigurationError(
-        f"--dir {folder} holds files a pilot run did not make, and a run empties its folder first: "
-        f"give a new or empty folder (one an older caseboard ran in has no {MARK}: remove it by hand)"
-    )
-
-
 def run(options: Options, out: TextIO = sys.stdout) -> int:
     """The loop; SIGINT or SIGTERM stops everything it started (each process group, then this process's
     threads) and returns 130."""
     since = time.monotonic()
-    check_folder(options.folder)
+    check_emptiable(options.folder, "--dir")
     check_programs(options)
     caught: list[int] = []
 
@@ -287,10 +268,8 @@ class Pilot:
             client.close()
 
     def run(self) -> int:
-        if self.folder.exists():  # an empty folder, or one a run made (check_folder)
-            shutil.rmtree(self.folder)
-        (self.folder / "logs").mkdir(parents=True)
-        (self.folder / MARK).write_text("made by caseboard pilot, which empties this folder at its next run\n")
+        refill(self.folder, "caseboard pilot")  # an empty folder, or one a run made (check_emptiable)
+        (self.folder / "logs").mkdir()
         self.say(f"run folder {self.folder} (the generated configuration, the export, every process's log)")
         self.postgres()
         self.redis()

@@ -297,3 +297,14 @@ def test_out_follows_a_link_and_writes_a_device_as_it_is(tmp_path: Path) -> None
     to_device = caseboard("export", "incident-042", "--out", "/dev/stdout", url=url, cwd=tmp_path)
     assert (to_device.returncode, to_device.stdout) == (0, expected)
     assert Path("/dev/stdout").exists()
+
+
+def test_serve_demo_does_not_empty_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    # Before: --demo-dir was removed whatever it held, errors ignored: --demo-dir . emptied the user's folder.
+    (tmp_path / "thesis.txt").write_text("precious\n")
+    done = caseboard("serve", "--demo", "--demo-dir", ".", "--port", "1", url="sqlite:///unused.db", cwd=tmp_path)
+    assert one_line(done) == (
+        f"caseboard: --demo-dir {tmp_path} holds files caseboard did not make, and it empties that folder first: "
+        "give a new or empty folder (one an older caseboard made has no .caseboard-made: remove it by hand)\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.txt"]

@@ -246,8 +246,8 @@ def test_a_run_folder_that_holds_what_a_run_did_not_make_is_refused_and_kept(tmp
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert done.stderr == (
-        f"caseboard: --dir {tmp_path} holds files a pilot run did not make, and a run empties its folder first: "
-        "give a new or empty folder (one an older caseboard ran in has no .caseboard-pilot: remove it by hand)\n"
+        f"caseboard: --dir {tmp_path} holds files caseboard did not make, and it empties that folder first: give a "
+        "new or empty folder (one an older caseboard made has no .caseboard-made: remove it by hand)\n"
     )
     assert [p.name for p in tmp_path.iterdir()] == ["thesis.txt"]
 

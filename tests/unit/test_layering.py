@@ -200,6 +200,7 @@ LAYERS: dict[str, set[str]] = {
     "logs": set(),
     "heap": set(),  # gc.freeze once a long-running process has started (caseboard/heap.py)
     "http_limits": set(),
+    "folders": {"domain"},  # a folder a command empties only if it made it (caseboard/folders.py)
     "schemas": {"domain", "projections", "handoff"},
     "projections": {"domain", "ledger", "reducers"},
     "coordinator": {"domain", "ledger", "projections", "reducers"},
@@ -231,10 +232,10 @@ LAYERS: dict[str, set[str]] = {
     "cli": {
         "api", "app", "coordinator", "database_url", "dispatcher", "domain", "evidence", "http_limits", "keys", "logs",
         "mcp_server", "projections", "reducers", "replay", "settings", "workers", "agent", "report", "evaluation",
-        "knowledge", "handoff", "sources", "pilot", "heap",
+        "knowledge", "handoff", "sources", "pilot", "heap", "folders",
     },
     "sources": {"dispatcher", "domain", "evidence", "workers"},
-    "pilot": {"app", "database_url", "domain", "handoff", "intake", "keys", "settings"},
+    "pilot": {"app", "database_url", "domain", "folders", "handoff", "intake", "keys", "settings"},
     "scenarios": set(),
     "evaluation": {"coordinator", "dispatcher", "domain", "evidence", "ledger", "projections", "replay", "workers"},
     "__main__": {"cli"},
