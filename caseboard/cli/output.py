@@ -14,6 +14,8 @@ from typing import IO, Any
 
 import yaml
 
+from caseboard.domain.errors import CaseboardError
+
 
 def emit_line(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -35,12 +37,15 @@ def out_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     created exclusively: no other writer's, and no link put there beforehand) and renamed over it once whole,
     so a failed write leaves the file as it was (none where there was none), and of two writers the last
     rename wins whole. A link at ``path`` is followed, and its target replaced, never the link; a device or a
-    pipe (``--out /dev/stdout``) is written as it is."""
+    pipe (``--out /dev/stdout``) is written as it is. A SQLite database there (the ledger itself, mistyped) is
+    refused, never replaced."""
     if path.exists() and not path.is_file():  # both follow a link: /dev/stdout is a link to a pipe or a terminal
         with path.open(mode, encoding="utf-8" if mode == "w" else None) as handle:
             yield handle
         return
     target = path.resolve()
+    if _is_sqlite(target):
+        raise CaseboardError(f"{path} is a SQLite database (a ledger?): it is not written over; give another file")
     descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f"{target.name}.", suffix=".partial")
     temp = Path(name)
     try:
@@ -51,6 +56,20 @@ def out_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+SQLITE_MAGIC = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+"""How a SQLite database and its write-ahead log begin (the file format's header, and the WAL's in either byte
+order): a ledger, a key store or a knowledge store that a mistyped --out would replace."""
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError:  # none there, or not readable: nothing is lost by writing it
+        return False
+    return head.startswith(SQLITE_MAGIC)
 
 
 def _umask() -> int:

@@ -308,3 +308,18 @@ def test_serve_demo_does_not_empty_a_folder_it_did_not_make(tmp_path: Path) -> N
         "give a new or empty folder (one an older caseboard made has no .caseboard-made: remove it by hand)\n"
     )
     assert [p.name for p in tmp_path.iterdir()] == ["thesis.txt"]
+
+
+def test_out_never_replaces_a_sqlite_database_such_as_the_ledger(tmp_path: Path) -> None:
+    # Before: export --out ledger.db replaced the ledger with its own export ("file is not a database" after).
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    assert caseboard("demo", url=url, cwd=tmp_path).returncode == 0
+    for command in (["export", "incident-042"], ["report", "incident-042"]):
+        done = caseboard(*command, "--out", "ledger.db", url=url, cwd=tmp_path)
+        assert (
+            one_line(done)
+            == "caseboard: ledger.db is a SQLite database (a ledger?): it is not written over; give another file\n"
+        )
+    shown = caseboard("show", "incident-042", url=url, cwd=tmp_path)
+    assert shown.returncode == 0 and "incident-042" in shown.stdout
+    assert not list(tmp_path.glob("*.partial"))
