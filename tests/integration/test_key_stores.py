@@ -105,25 +105,13 @@ def test_a_bad_keys_command_is_one_line_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], logging_restored: None
 ) -> None:
     url = f"sqlite:///{tmp_path}/ledger.db"
-    assert (
-        main(
-            [
-                "--database-url",
-                url,
-                "keys",
-                "create",
-                "--principal",
-                "bad principal",
-                "--role",
-                "planner",
-                "--tenant",
-                "t",
-            ]
-        )
-        == 2
-    )
+    bad_principal = ["keys", "create", "--principal", "bad principal", "--role", "planner"]
+    with pytest.raises(SystemExit) as refused:
+        main(["--database-url", url, *bad_principal, "--tenant", "t"])
+    assert refused.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("caseboard: ") and err.count("\n") == 1
+    assert "'bad principal' is not a principal" in err
     with pytest.raises(SystemExit):
         main(["keys", "create", "--principal", "p", "--role", "admin", "--tenant", "t"])
     assert "Traceback" not in capsys.readouterr().err
