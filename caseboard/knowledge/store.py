@@ -211,6 +211,8 @@ class KnowledgeStore:
                 path.parent.mkdir(parents=True, exist_ok=True)
         if self._postgres is None:
             self._sqlite = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            # SQLite's own LOWER folds ASCII only; the pattern is folded by Python, so the column is too
+            self._sqlite.create_function("LOWER", 1, _lower, deterministic=True)
         with self._cursor() as cursor:
             for statement in SCHEMA:
                 cursor.execute(statement)
@@ -303,8 +305,8 @@ class KnowledgeStore:
             query += " AND service = ?"
             params.append(service)
         if text:
-            query += " AND LOWER(statement) LIKE ?"
-            params.append("%" + text.lower().replace("%", "").replace("_", "") + "%")
+            query += " AND LOWER(statement) LIKE ? ESCAPE '!'"
+            params.append("%" + _literal(text.lower()) + "%")
         if not include_retired:
             query += " AND retired_at IS NULL AND (valid_until IS NULL OR valid_until > ?)"
             params.append(when(moment))
@@ -351,6 +353,15 @@ class KnowledgeStore:
         if self._sqlite is not None:
             self._sqlite.close()
             self._sqlite = None
+
+
+def _literal(text: str) -> str:
+    """``text`` as a LIKE pattern matching itself: its ``%`` and ``_`` are text, not wildcards."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _lower(value: str | None) -> str | None:
+    return None if value is None else value.lower()
 
 
 class _Qmark:

@@ -391,3 +391,16 @@ def test_retiring_an_entry_no_promotion_wrote_is_refused(board: Board) -> None:
         assert (refused["ok"], refused["reason"], refused["field"]) == (False, "unknown_reference", "items[0].entry")
     assert board.head == head
     assert board.ok("operator", [retire(f"ws-1:{promoted}:0")])["ok"]
+
+
+def test_search_text_is_matched_as_written_in_any_case(board: Board, store: KnowledgeStore) -> None:
+    board.ok("operator", [promote("h-confirmed", "ZÜRICH pods fail 50% of handshakes (tls_error)")])
+    writer_of(board, store).catch_up()
+
+    def found(text: str) -> bool:
+        return bool(store.search("tenant-a", service="payments-api", text=text))
+
+    assert found("zürich") and found("50% of") and found("tls_error") and found("(TLS_ERROR)")
+    # % and _ are text, not wildcards: neither matches what merely resembles it
+    assert not found("fail_") and not found("fail%") and not found("5%handshakes") and not found("tls_e_ror")
+    assert not found("!") and not found("zürich!")
