@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.context import BenchContext, median, postgres_cpu_s
+from benchmarks.context import BenchContext, median, postgres_cpu_s, postgres_ticks
 from benchmarks.stock import StockSaver
 from benchmarks.workload import (
     accept,
@@ -160,12 +160,12 @@ def cpu_per_write(ctx: BenchContext, coordinator: Coordinator, ledger_url: str, 
     spent: dict[str, list[float]] = {}
 
     def measured(side: str, write: Callable[[], None]) -> None:
-        client, server = time.process_time(), postgres_cpu_s()
+        client, server = time.process_time(), postgres_ticks()
         write()
         spent.setdefault(f"{side}_client_cpu_us", []).append((time.process_time() - client) / count * 1e6)
-        after = postgres_cpu_s()
+        after = postgres_ticks()
         if server is not None and after is not None:
-            spent.setdefault(f"{side}_postgres_cpu_us", []).append((after - server) / count * 1e6)
+            spent.setdefault(f"{side}_postgres_cpu_us", []).append(postgres_cpu_s(server, after) / count * 1e6)
 
     with raw_writer(ctx.postgres_url, schema_of(ledger_url), payload) as raw:
         for number in range(ctx.rounds):

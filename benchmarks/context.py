@@ -41,14 +41,14 @@ def p99_of(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def postgres_cpu_s() -> float | None:
-    """CPU seconds (user and system) used so far by this machine's PostgreSQL processes (its backends, WAL
-    writer and checkpointer alike), from /proc; None where there is no /proc or no such process (a database
-    elsewhere). A cost the machine's other load does not change, unlike a rate."""
+def postgres_ticks() -> dict[int, int] | None:
+    """CPU ticks (user and system) used so far by each of this machine's PostgreSQL processes (its backends, WAL
+    writer and checkpointer alike), by process id, from /proc; None where there is no /proc or no such process
+    (a database elsewhere). A cost the machine's other load does not change, unlike a rate."""
     proc = Path("/proc")
     if not proc.is_dir():
         return None
-    ticks, found = 0, False
+    ticks: dict[int, int] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -59,5 +59,13 @@ def postgres_cpu_s() -> float | None:
             fields = rest.split()
         except OSError:
             continue
-        ticks, found = ticks + int(fields[11]) + int(fields[12]), True
-    return ticks / os.sysconf("SC_CLK_TCK") if found else None
+        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    return ticks or None
+
+
+def postgres_cpu_s(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU seconds PostgreSQL's processes spent between two ``postgres_ticks()``: each one's own growth (one
+    that started meanwhile from nothing), so that a backend of another client ending meanwhile, its ticks gone
+    with it, does not take them off the sum (one holding an ended one's id has spent less than it had: all its own)."""
+    spent = sum(ticks - before.get(pid, 0) if ticks >= before.get(pid, 0) else ticks for pid, ticks in after.items())
+    return spent / os.sysconf("SC_CLK_TCK")
