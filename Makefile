@@ -44,7 +44,7 @@ pilot: $(STAMP) ## the pilot loop on this machine: an alert fires, checks run, a
 .PHONY: pilot
 
 test: $(STAMP) ## the whole suite (unit, golden, integration, e2e and the docs' blocks, against PostgreSQL and Redis)
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n auto --maxprocesses 4
 
 test-unit: $(STAMP) ## the fast, pure tests only
 	$(BIN)/pytest -q tests/unit tests/golden
