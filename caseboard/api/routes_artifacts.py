@@ -27,12 +27,12 @@ from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.evidence import ArtifactAltered, ArtifactNotFound, ArtifactTooLarge, RangeOutside
 from caseboard.evidence.intact import check_intact, intact_chunks
+from caseboard.evidence.model import DEFAULT_MEDIA_TYPE, MEDIA_TYPE_MAX, SOURCE_SYSTEM_MAX
 from caseboard.replay.audit import REASON as TAMPERED
 
 router = APIRouter(tags=["artifacts"])
 log = structlog.get_logger("caseboard.api")
 UPLOADERS = frozenset({Role.SPECIALIST, Role.OPERATOR})
-MEDIA_TYPE_MAX = 255
 
 
 def refusal(status: int, reason: str, message: str, field: str) -> JSONResponse:
@@ -75,7 +75,7 @@ async def put_artifact(
     request: Request,
     svc: ServicesDep,
     who: CallerDep,
-    source_system: Annotated[str | None, Query(max_length=256)] = None,
+    source_system: Annotated[str | None, Query(max_length=SOURCE_SYSTEM_MAX)] = None,
 ) -> Response:
     if who.role not in UPLOADERS:
         return refusal(
@@ -85,7 +85,7 @@ async def put_artifact(
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > store.max_bytes:
         return too_large(store.max_bytes)
-    media_type = (request.headers.get("content-type") or "application/octet-stream")[:MEDIA_TYPE_MAX]
+    media_type = (request.headers.get("content-type") or DEFAULT_MEDIA_TYPE)[:MEDIA_TYPE_MAX]
     stream = request.stream().__aiter__()
 
     async def next_chunk() -> bytes | None:

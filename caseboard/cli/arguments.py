@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 from pydantic import TypeAdapter, ValidationError
 
+from caseboard.domain.citations import ARTIFACT_ID_RE
 from caseboard.domain.items import Id, WorkspaceId
+from caseboard.domain.text import control_in, describe
 
 MAX_SECONDS = 3600.0
 
@@ -53,6 +55,30 @@ def identifier(noun: str, *, workspace: bool = False) -> Callable[[str], str]:
             ) from None
 
     return parse
+
+
+def text(noun: str, most: int) -> Callable[[str], str]:
+    """The type of a free text given on the command line and stored as it is (a media type, a system's name):
+    one character to ``most``, no control character (ADR 0140)."""
+
+    def parse(value: str) -> str:
+        if not value or len(value) > most:
+            raise argparse.ArgumentTypeError(f"a {noun} is 1 to {most} characters, not {len(value)}")
+        if control_in(value):
+            raise argparse.ArgumentTypeError(f"a {noun} holds no control character ({describe(value)} in {value!r})")
+        return value
+
+    return parse
+
+
+def artifact_id(value: str) -> str:
+    """An artifact's id, as the artifact store names it: ``sha256:`` and the hex digest of its bytes."""
+    if ARTIFACT_ID_RE.fullmatch(value) is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an artifact id: 'sha256:' and 64 lower-case hexadecimal digits "
+            "(caseboard artifacts list shows them)"
+        )
+    return value
 
 
 principal_id = identifier("principal")

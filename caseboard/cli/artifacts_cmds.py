@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from caseboard.app import App
-from caseboard.cli.arguments import tenant_id
+from caseboard.cli.arguments import artifact_id, principal_id, tenant_id, text
 from caseboard.cli.output import emit_line, out_file
 from caseboard.domain.citations import Span
 from caseboard.domain.errors import ConfigurationError
-from caseboard.evidence.model import BLOCK, DEFAULT_MEDIA_TYPE
+from caseboard.evidence.model import BLOCK, DEFAULT_MEDIA_TYPE, MEDIA_TYPE_MAX, SOURCE_SYSTEM_MAX
 
 DEFAULT_TENANT = "tenant-a"
 
@@ -35,20 +35,24 @@ def register(commands: Any) -> None:
 
     put = action("put", "store a file ('-' reads standard input); prints its id and metadata", cmd_put)
     put.add_argument("file")
-    put.add_argument("--media-type", default=DEFAULT_MEDIA_TYPE)
-    put.add_argument("--source-system", help="the system the artifact came from, e.g. auth-logs")
-    put.add_argument("--stored-by", default="operator", help="who stores it (default operator)")
+    put.add_argument("--media-type", type=text("media type", MEDIA_TYPE_MAX), default=DEFAULT_MEDIA_TYPE)
+    put.add_argument(
+        "--source-system",
+        type=text("source system", SOURCE_SYSTEM_MAX),
+        help="the system the artifact came from, e.g. auth-logs",
+    )
+    put.add_argument("--stored-by", type=principal_id, default="operator", help="who stores it (default operator)")
     get = action("get", "write an artifact's bytes to standard output or --out", cmd_get)
-    get.add_argument("artifact_id")
+    get.add_argument("artifact_id", type=artifact_id)
     get.add_argument("--out", help="a file to write instead of standard output")
     action("list", "the tenant's artifacts, one JSON object per line", cmd_list)
     excerpt = action("excerpt", "write lines A-B (from 1) or bytes A-B (from 0) of an artifact", cmd_excerpt)
-    excerpt.add_argument("artifact_id")
+    excerpt.add_argument("artifact_id", type=artifact_id)
     span = excerpt.add_mutually_exclusive_group(required=True)
     span.add_argument("--lines", metavar="A-B")
     span.add_argument("--bytes", metavar="A-B")
     remove = action("remove", "retention: remove an artifact's bytes (the ledger and excerpt hashes stay)", cmd_remove)
-    remove.add_argument("artifact_id")
+    remove.add_argument("artifact_id", type=artifact_id)
 
 
 def _chunks(handle: BinaryIO) -> Iterator[bytes]:

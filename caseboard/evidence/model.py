@@ -25,6 +25,10 @@ LINE_STEP = 16 * 1024
 """The line index has one entry per this many bytes (docs/adr/0083): a line excerpt reads from at most this far
 before its first line. A divisor of ``BLOCK``."""
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
+MEDIA_TYPE_MAX = 255
+"""The longest media type recorded with an artifact (over HTTP, a longer ``Content-Type`` is cut to it)."""
+SOURCE_SYSTEM_MAX = 256
+"""The longest name of the system an artifact came from."""
 
 
 class ArtifactError(CaseboardError):

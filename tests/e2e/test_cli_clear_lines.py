@@ -149,6 +149,37 @@ def test_an_artifact_is_not_stored_under_a_tenant_no_key_can_hold(tmp_path: Path
     assert not (tmp_path / "artifacts").exists()
 
 
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        # Before: stored with stored_by '../x y', a name no key's principal can have.
+        (["--stored-by", "../x y"], "argument --stored-by: '../x y' is not a principal"),
+        # Before: stored with an empty media type, served back as an empty Content-Type.
+        (["--media-type", ""], "argument --media-type: a media type is 1 to 255 characters, not 0"),
+        # Before: stored with the control character, which HTTP refuses in a query string.
+        (["--source-system", "auth\x1b[2Jlogs"], "a source system holds no control character (U+001B in"),
+        (["--source-system", "x" * 257], "a source system is 1 to 256 characters, not 257"),
+    ],
+)
+def test_what_is_recorded_with_an_artifact_is_checked_as_http_checks_it(
+    extra: list[str], said: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    (tmp_path / "a.log").write_text("hello\n")
+    done = caseboard("artifacts", "put", "a.log", *extra, url=url, cwd=tmp_path)
+    assert said in one_line(done)
+    listed = caseboard("artifacts", "list", url=url, cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout == ""
+
+
+@pytest.mark.parametrize("action", [["get"], ["excerpt", "--lines", "1-2"], ["remove"]])
+def test_a_malformed_artifact_id_is_named_as_such(action: list[str], tmp_path: Path) -> None:
+    # Before: "artifact sha256:zz is not in this tenant's artifact store", as if it were an id.
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    done = caseboard("artifacts", action[0], "sha256:zz", *action[1:], url=url, cwd=tmp_path)
+    assert "argument artifact_id: 'sha256:zz' is not an artifact id: 'sha256:' and 64" in one_line(done)
+
+
 def test_an_empty_file_or_input_is_not_stored_as_an_artifact(tmp_path: Path) -> None:
     """As over HTTP (ADR 0173): an artifact holds at least one byte."""
     url = f"sqlite:///{tmp_path}/ledger.db"
