@@ -14,7 +14,7 @@ from caseboard.agent.model import model_from_settings
 from caseboard.agent.participant import ModelParticipant
 from caseboard.agent.plugin import cast_principals, participant
 from caseboard.app import App
-from caseboard.cli.arguments import identifier, principal_id, seconds
+from caseboard.cli.arguments import identifier, principal_id, request_kind, seconds
 from caseboard.cli.dispatch_cmds import add_tenant_choice, consume_until_stopped, tenant_scope, thread_count
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.errors import ConfigurationError, UnknownWorkspace
@@ -47,6 +47,7 @@ def register(commands: Any) -> None:
     )
     agent.add_argument(
         "--kind",
+        type=request_kind,
         action="append",
         default=[],
         metavar="KIND",

@@ -81,7 +81,21 @@ def artifact_id(value: str) -> str:
     return value
 
 
+def request_kinds(text: str) -> tuple[str, ...]:
+    """A comma list of work request kinds, each an id as a request's ``kind`` is: at least one."""
+    kinds = tuple(text.split(","))
+    parse = identifier("request kind")
+    for kind in kinds:
+        try:
+            parse(kind)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of request kinds: {error}") from None
+    return kinds
+
+
 principal_id = identifier("principal")
 """Who a process or a key contributes as."""
 tenant_id = identifier("tenant")
 """The tenant a process acts for, or a key or an artifact belongs to."""
+request_kind = identifier("request kind")
+"""The kind of work a specialist serves, as a work request names it."""

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from caseboard.app import App
-from caseboard.cli.arguments import seconds
+from caseboard.cli.arguments import identifier, seconds, whole_number
 from caseboard.cli.ledger_cmds import submit_line
 from caseboard.cli.live_demo import cmd_live
 from caseboard.cli.output import emit_document
 from caseboard.domain.errors import CaseboardError
-from caseboard.domain.items import Role
+from caseboard.domain.items import MAX_COUNT, Role
 from caseboard.domain.outcome import Accepted, Refused
 from caseboard.evidence.cited import excerpts_for
 from caseboard.projections.model_view import build_view
@@ -90,9 +90,18 @@ def register(commands: Any) -> None:
     demo.add_argument("--scenarios", help="folder holding incident-042.jsonl (default: the packaged copy)")
     demo.add_argument("--full", action="store_true", help="print the whole projection, not only its contract keys")
     demo.add_argument("--live", action="store_true", help="the live loop: dispatcher, controller, workers")
-    demo.add_argument("--cycles", type=int, default=6, help="with --live: the investigation's cycle budget")
+    demo.add_argument(
+        "--cycles",
+        type=whole_number("cycles", MAX_COUNT),
+        default=6,
+        help="with --live: the investigation's cycle budget",
+    )
     demo.add_argument("--timeout", type=seconds, default=60.0, help="with --live: seconds before giving up")
-    demo.add_argument("--workspace", help="with --live: the workspace id (default incident-043)")
+    demo.add_argument(
+        "--workspace",
+        type=identifier("workspace id", workspace=True),
+        help="with --live: the workspace id (default incident-043)",
+    )
     demo.add_argument("--model-url", help="with --live: model-backed participants at this OpenAI-compatible URL")
     demo.set_defaults(handler=cmd_demo)
 

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from caseboard.app import App
-from caseboard.cli.arguments import seconds, tenant_id, whole_number
+from caseboard.cli.arguments import request_kinds, seconds, tenant_id, whole_number
 from caseboard.dispatcher.broker import BrokerWatch, check_broker
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
@@ -65,7 +65,9 @@ def register(commands: Any) -> None:
         help="also run the participants of this caseboard.participants entry point (e.g. scripted, the demo's "
         "canned cast: never against a real investigation); repeatable",
     )
-    worker.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="work request kinds to serve (comma list)")
+    worker.add_argument(
+        "--kinds", type=request_kinds, default=DEFAULT_KINDS, help="work request kinds to serve (comma list)"
+    )
     worker.add_argument("--tick", type=seconds, default=2.0, help="seconds between controller ticks (default 2)")
     worker.add_argument("--turn-timeout", type=seconds, default=60.0, help="seconds a scheduled turn is waited for")
     add_tenant_choice(worker)
@@ -151,7 +153,7 @@ def cmd_dispatch(app: App, args: argparse.Namespace) -> int:
 
 
 def cmd_worker(app: App, args: argparse.Namespace) -> int:
-    kinds = tuple(k for k in args.kinds.split(",") if k)
+    kinds: tuple[str, ...] = args.kinds
     if args.passive and args.participant:
         raise ConfigurationError("--passive records deliveries only; it runs no --participant")
     load_participants(args.participant, kinds)  # an unknown name fails before any connection

@@ -128,6 +128,13 @@ def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(comm
             "argument --principal: '../p' is not a principal",
         ),
         (["knowledge", "search", "--service", "s", "--tenant", "a,b"], "argument --tenant: 'a,b' is not a tenant"),
+        # Before: a queue of a kind no request can have ('x y'), or none at all (','), was consumed in vain.
+        (["worker", "--all-tenants", "--kinds", ","], "argument --kinds: ',' is not a comma list of request kinds"),
+        (["worker", "--all-tenants", "--kinds", "log_query,x y"], "'x y' is not a request kind"),
+        (["agent", "--role", "specialist", "--principal", "p", "--tenant", "t", "--kind", "x y"], "'x y' is not a"),
+        # Before: refused by the contract after the demo had started, in pydantic's words.
+        (["demo", "--live", "--workspace", "a/b"], "argument --workspace: 'a/b' is not a workspace id"),
+        (["demo", "--live", "--cycles", "-1"], "argument --cycles: '-1' is not a number of cycles"),
     ],
 )
 def test_a_process_s_interval_threads_or_principal_out_of_range_is_one_line(
