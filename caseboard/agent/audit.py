@@ -53,10 +53,15 @@ def table(entries: list[dict[str, Any]]) -> str:
     """The entries as aligned text lines, one per call."""
     lines = ["version  shown  principal                    model                 tokens  latency_ms  outcome"]
     for e in entries:
-        tokens = (e["usage"] or {}).get("total_tokens", "-")
+        tokens = _shown((e["usage"] or {}).get("total_tokens"))
         outcome = f"refused: {e['refusal']['reason']}" if e["refusal"] else ", ".join(e["contributed"]) or "-"
         lines.append(
             f"v{e['workspace_version']:<7} v{e['input_workspace_version']:<5} {e['author']['principal']:<28} "
-            f"{e['model'][:21]:<21} {tokens!s:>6}  {e['latency_ms']!s:>10}  {outcome}"
+            f"{e['model'][:21]:<21} {tokens:>6}  {_shown(e['latency_ms']):>10}  {outcome}"
         )
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """A figure of the table, or ``-`` where the call recorded none (a recorded judgment, a call never answered)."""
+    return "-" if value is None else str(value)
