@@ -7,11 +7,14 @@ import sys
 from typing import Any
 
 from caseboard.app import App
-from caseboard.cli.arguments import principal_id, tenant_id
+from caseboard.cli.arguments import principal_id, tenant_id, text
 from caseboard.cli.output import emit_line
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import Role
 from caseboard.keys import ApiKey, open_key_store
+
+LABEL_MAX = 256
+"""The longest note a key carries: it is listed with every key."""
 
 
 def register(commands: Any) -> None:
@@ -27,7 +30,7 @@ def register(commands: Any) -> None:
         help="a role the key may act in (repeat for several)",
     )
     create.add_argument("--tenant", required=True, type=tenant_id, help="the tenant whose workspaces the key can see")
-    create.add_argument("--label", help="a note for operators")
+    create.add_argument("--label", type=text("label", LABEL_MAX), help="a note for operators (at most 256 characters)")
     create.set_defaults(handler=cmd_create)
     listing = actions.add_parser("list", help="the keys, one JSON object per line (never their tokens)")
     listing.add_argument("--all", action="store_true", help="include revoked keys")

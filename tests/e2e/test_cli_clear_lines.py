@@ -128,6 +128,15 @@ def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(comm
             "argument --principal: '../p' is not a principal",
         ),
         (["knowledge", "search", "--service", "s", "--tenant", "a,b"], "argument --tenant: 'a,b' is not a tenant"),
+        # Before: a key's note was kept with its control characters, or 100,000 characters long, and listed so.
+        (
+            ["keys", "create", "--principal", "p", "--role", "operator", "--tenant", "t", "--label", "a\x1bb"],
+            "argument --label: a label holds no control character (U+001B",
+        ),
+        (
+            ["keys", "create", "--principal", "p", "--role", "operator", "--tenant", "t", "--label", "x" * 257],
+            "argument --label: a label is 1 to 256 characters, not 257",
+        ),
         # Before: a queue of a kind no request can have ('x y'), or none at all (','), was consumed in vain.
         (["worker", "--all-tenants", "--kinds", ","], "argument --kinds: ',' is not a comma list of request kinds"),
         (["worker", "--all-tenants", "--kinds", "log_query,x y"], "'x y' is not a request kind"),
