@@ -81,15 +81,14 @@ def artifact_id(value: str) -> str:
     return value
 
 
-def request_kinds(text: str) -> tuple[str, ...]:
+def request_kinds(value: str) -> tuple[str, ...]:
     """A comma list of work request kinds, each an id as a request's ``kind`` is: at least one."""
-    kinds = tuple(text.split(","))
-    parse = identifier("request kind")
+    kinds = tuple(value.split(","))
     for kind in kinds:
         try:
-            parse(kind)
+            request_kind(kind)
         except argparse.ArgumentTypeError as error:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of request kinds: {error}") from None
+            raise argparse.ArgumentTypeError(f"{value!r} is not a comma list of request kinds: {error}") from None
     return kinds
 
 
