@@ -30,7 +30,9 @@ def register(commands: Any) -> None:
         help="a role the key may act in (repeat for several)",
     )
     create.add_argument("--tenant", required=True, type=tenant_id, help="the tenant whose workspaces the key can see")
-    create.add_argument("--label", type=text("label", LABEL_MAX), help="a note for operators (at most 256 characters)")
+    create.add_argument(
+        "--label", type=text("label", LABEL_MAX), help=f"a note for operators (at most {LABEL_MAX} characters)"
+    )
     create.set_defaults(handler=cmd_create)
     listing = actions.add_parser("list", help="the keys, one JSON object per line (never their tokens)")
     listing.add_argument("--all", action="store_true", help="include revoked keys")
