@@ -32,13 +32,12 @@ from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.domain.outcome import Accepted, Outcome, Refused
 from caseboard.domain.workspace_key import bare
+from caseboard.workers.runtime import RETRY_DELAY_MS
 
 log = structlog.get_logger("caseboard.agent")
 
 MAX_STEPS = 4
 MAX_ATTEMPTS = 5
-RETRY_DELAY_MS = 500
-"""A turn that lost ``MAX_ATTEMPTS`` races in a row is handed back to the broker, to be taken again this late."""
 RECORDED = ("reason", "message", "field", "current_version")
 """What a judgment records of the refusal of its reply (those the refusal has)."""
 

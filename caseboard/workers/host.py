@@ -4,7 +4,8 @@
             a notification this consumer already processed is a duplicate: counted and dropped
     effect  the participant's contribution (idempotent in the ledger by its key), or, for snapshot and
             history consumers, taking in the announced version; a snapshot notice older than what the
-            consumer already took in is a no-op
+            consumer already took in is a no-op; a participant that loses every compare-and-set race hands the
+            notification back unfinished (``dramatiq.Retry``): the broker delivers it again a moment later
     finish  mark it processed in the same transaction as the consumer's own effect
 
 Redeliveries after a crash are not dramatiq retries, so the attempt budget lives in the database.
@@ -12,11 +13,13 @@ Redeliveries after a crash are not dramatiq retries, so the attempt budget lives
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import dramatiq
 import structlog
 
 from caseboard.coordinator.service import Coordinator
@@ -25,7 +28,7 @@ from caseboard.dispatcher.notification import Notification, notification_id, que
 from caseboard.dispatcher.store import DispatchStore
 from caseboard.domain.workspace_key import tenant_part
 from caseboard.workers.controller import Controller
-from caseboard.workers.runtime import ContributionRefused, Participant, RetryBudgetSpent, act
+from caseboard.workers.runtime import RETRY_DELAY_MS, ContributionRefused, Participant, RetryBudgetSpent, act
 
 log = structlog.get_logger("caseboard.workers")
 
@@ -274,7 +277,8 @@ class ConsumerHost:
             workspace_id=workspace_id,
             workspace_version=version,
         )
-        self._effect(tick, self.controller)
+        with contextlib.suppress(dramatiq.Retry):  # it lost every race at this tick: the next one decides again
+            self._effect(tick, self.controller)
         return True
 
     def _record(self, key: str) -> bool:
@@ -301,11 +305,21 @@ class ConsumerHost:
             return False
         try:
             return bool(act(self.coordinator, participant, notification))
-        except (RetryBudgetSpent, ContributionRefused) as terminal:
+        except RetryBudgetSpent as starved:
+            # others committed meanwhile: no later notice need re-announce what this one asked (a claimed work
+            # request waited out its lease), so the broker delivers it again (docs/adr/0196)
+            log.warning(
+                "participant_starved",
+                principal=participant.principal,
+                notification_id=notification.id,
+                error=str(starved),
+            )
+            raise dramatiq.Retry(str(starved), delay=RETRY_DELAY_MS) from None
+        except ContributionRefused as refused:
             log.warning(
                 "participant_gave_up",
                 principal=participant.principal,
                 notification_id=notification.id,
-                error=str(terminal),
+                error=str(refused),
             )
             return False

@@ -2,8 +2,9 @@
 
 ``act`` drives one participant on one notification: read the view, ask for items, submit them with the
 view's version as ``expected_version``; on ``version_conflict`` re-read and re-decide, at most
-``max_attempts`` times, then raise ``RetryBudgetSpent``. A participant may take several steps (claim, then
-report); each step is keyed by the notification and its content, so a redelivered notification replays
+``max_attempts`` times, then raise ``RetryBudgetSpent``: the host hands the notification back to the broker,
+which delivers it again ``RETRY_DELAY_MS`` later (docs/adr/0196). A participant may take several steps (claim,
+then report); each step is keyed by the notification and its content, so a redelivered notification replays
 what already landed instead of doing it twice.
 """
 
@@ -29,6 +30,9 @@ log = structlog.get_logger("caseboard.workers")
 View = dict[str, Any]
 VIEW_LIST_LIMIT = 50
 MAX_STEPS = 4
+RETRY_DELAY_MS = 500
+"""A notification whose participant lost every race is delivered again at least this late (``dramatiq.Retry``),
+once the writers it raced have committed; the consumer's attempt budget bounds how often."""
 
 
 class Participant(Protocol):
@@ -45,8 +49,8 @@ class RetryBudgetSpent(CaseboardError):
 
     def __init__(self, principal: str, notification_id: str, attempts: int, current_version: int) -> None:
         super().__init__(
-            f"{principal} gave up on {notification_id} after {attempts} version conflicts "
-            f"(the workspace is at version {current_version}); it will be re-announced on the next change"
+            f"{principal} lost {attempts} compare-and-set races in a row on {notification_id} "
+            f"(the workspace is at version {current_version})"
         )
         self.principal = principal
         self.notification_id = notification_id
