@@ -5,7 +5,8 @@ server must annotate it ``readOnlyHint: true``; a tool without that annotation i
 ``options.allow_without_read_only_hint``. Both are checked against the server's own tool list before any call,
 so a refused tool is never called. The stored response is the call's result as JSON (content and structured
 content); a finding per content item cites the bytes of its object; a result the server marks ``isError`` is
-a failed result with its text.
+a failed result with its text. An endpoint is sent the source's credential, as every HTTP source is; a failure
+says what the SDK's errors say, with the endpoint's error statuses.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from types import MappingProxyType
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client, StdioServerParameters, Tool
 from mcp.client.stdio import get_default_environment
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import Field, model_validator
 
 from caseboard.sources.base import Answer, Deadline, Finding, Operation, Parameters, Query, SourceFailed, SourcePlugin
@@ -65,6 +68,11 @@ class McpTools:
     def __init__(self, name: str, config: SourceConfig, options: Options) -> None:
         if not options.command and not config.endpoint:
             raise SourceFailed("an MCP source names options.command (stdio) or endpoint (streamable HTTP)")
+        if options.command and config.credential is not None:
+            raise SourceFailed(
+                "an MCP source's credential is sent to its endpoint (streamable HTTP); a stdio server gets its "
+                "secrets through options.env_from"
+            )
         self.name = name
         self.config = config
         self.options = options
@@ -76,12 +84,14 @@ class McpTools:
     def plain(self, text: str) -> dict[str, Any]:
         return {"operation": "call_tool", "tool": text.strip()}
 
-    def _server(self) -> StdioServerParameters | str:
+    def _server(self, http: httpx2.AsyncClient) -> Any:
+        """The stdio command's parameters, or a transport to the endpoint through ``http``, which sends the
+        credential."""
         if self.options.command:
             env = {**get_default_environment(), **{k: os.environ[k] for k in self.options.env_from if k in os.environ}}
             return StdioServerParameters(command=self.options.command[0], args=self.options.command[1:], env=env)
         assert self.config.endpoint is not None
-        return self.config.endpoint
+        return streamable_http_client(self.config.endpoint, http_client=http)
 
     def run(self, query: Query, deadline: Deadline) -> Answer:
         p: Any = query.parameters
@@ -104,9 +114,21 @@ class McpTools:
     async def _call(self, tool: str, arguments: dict[str, Any], deadline: Deadline) -> Answer:
         refused: str | None = None
         result = None
+        credential = self.config.credential
+        headers = credential.headers() if credential is not None else None
+        statuses: dict[str, None] = {}  # an endpoint's error statuses, which the SDK's errors do not name
+
+        async def noted(response: httpx2.Response) -> None:
+            if response.is_error:
+                statuses[f"HTTP {response.status_code} {response.reason_phrase}"] = None
+
+        hooks = {"response": [noted]}
         try:
             with anyio.fail_after(deadline.left()):
-                async with Client(self._server(), read_timeout_seconds=deadline.left()) as client:
+                async with (  # the SDK sends an endpoint's headers through the client it is given
+                    httpx2.AsyncClient(headers=headers, timeout=deadline.left(), event_hooks=hooks) as http,
+                    Client(self._server(http), read_timeout_seconds=deadline.left()) as client,
+                ):
                     listed = {t.name: t for t in (await client.list_tools()).tools}
                     refused = self.refusal(tool, listed.get(tool))
                     if refused is None:
@@ -116,7 +138,8 @@ class McpTools:
                 f"the MCP server did not answer within {self.config.guardrails.timeout_s:g} s", timeout=True
             ) from None
         except Exception as error:
-            raise SourceFailed(f"MCP {type(error).__name__}: {error}") from None
+            answered = f" (the endpoint answered {', '.join(statuses)})" if statuses else ""
+            raise SourceFailed(f"MCP {_cause(error)}{answered}") from None
         if refused is not None or result is None:
             raise SourceFailed(refused or f"tool {tool!r} gave no result")
         raw = json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True).encode()
@@ -134,6 +157,14 @@ class McpTools:
         answer.answered = (tool,)
         answer.targets = (tool,)
         return answer
+
+
+def _cause(error: BaseException) -> str:
+    """What went wrong, said by the errors themselves: the SDK's task groups wrap a refused connection or a server's
+    error in an ``ExceptionGroup`` whose own message says only how many it holds."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_cause(inner) for inner in error.exceptions))
+    return f"{type(error).__name__}: {error}"
 
 
 PLUGIN = SourcePlugin("mcp", lambda name, config, options: McpTools(name, config, options), Options)

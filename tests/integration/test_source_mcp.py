@@ -14,9 +14,12 @@ from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
 from caseboard.pilot.servers import have_prometheus, prometheus
+from caseboard.sources.base import SourceFailed
 from caseboard.sources.config import SourceConfig, load_sources
+from caseboard.sources.registry import SOURCES
 from tests.conftest import service_missing
 from tests.e2e.procs import poll
+from tests.mcp_sessions import caseboard_serve
 from tests.sources.board import embedded, excerpt, request_and_answer, specialist, whole
 from tests.sources.servers import RecordingProxy, counter_target
 
@@ -148,3 +151,43 @@ def test_a_read_only_mcp_server_from_pypi_answers_from_a_real_prometheus_and_sen
     assert target in stored and "auth_failures_total" in stored
     assert proxy.received and {method for method, _ in proxy.received} == {"GET"}
     assert {path.split("?")[0] for _, path in proxy.received} <= {"/api/v1/query", "/api/v1/status/buildinfo"}
+
+
+def test_an_mcp_endpoint_is_sent_the_credential_and_one_stopped_is_a_failed_result_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``caseboard serve``'s own /mcp over streamable HTTP: the source sends its credential as a bearer token, as
+    every HTTP source does; without one the server refuses; once the server is stopped, the result says the
+    connection was refused (the SDK's task groups had it say only "unhandled errors in a TaskGroup")."""
+    served = f"sqlite:///{tmp_path}/served.db"
+    keys = open_key_store(served)
+    try:
+        token = keys.create("auditor", (Role.REPORTER,), "tenant-a").token
+    finally:
+        keys.close()
+    monkeypatch.setenv("PEER_TOKEN", token)
+
+    def peer(**fields: object) -> SourceConfig:
+        return SourceConfig.model_validate({"type": "mcp", "options": {"tools": ["whoami"]}, **fields})
+
+    with embedded(tmp_path) as app, caseboard_serve(served) as server:
+        endpoint = f"{server.base_url}/mcp"
+        keyed = specialist(app, "peer", peer(endpoint=endpoint, credential={"env": "PEER_TOKEN"}))
+        anonymous = specialist(app, "anonymous", peer(endpoint=endpoint))
+        whoami = request_and_answer(app, keyed, "mcp-8", "mcp_query", "whoami")[-1].items[0]
+        refused = request_and_answer(app, anonymous, "mcp-9", "mcp_query", "whoami")[-1].items[0]
+        server.process.terminate()
+        server.process.wait(timeout=20)
+        stopped = request_and_answer(app, keyed, "mcp-10", "mcp_query", "whoami")[-1].items[0]
+    assert whoami.status == "completed" and '"principal":"auditor"' in whoami.observation.statement, whoami.summary
+    assert refused.status == "failed" and "(the endpoint answered HTTP 401 Unauthorized)" in refused.summary
+    assert stopped.status == "failed" and "ConnectError: All connection attempts failed" in stopped.summary
+    assert not any("TaskGroup" in r.summary or token in r.summary for r in (refused, stopped))
+
+
+def test_a_stdio_mcp_server_with_a_credential_is_a_configuration_mistake(tmp_path: Path) -> None:
+    config = SourceConfig.model_validate(
+        {"type": "mcp", "credential": {"file": str(SERVER)}, "options": {"command": ["x"], "tools": ["a"]}}
+    )
+    with pytest.raises(SourceFailed, match=r"a stdio server gets its secrets through options\.env_from"):
+        SOURCES.build("m", config)
