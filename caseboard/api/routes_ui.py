@@ -241,7 +241,9 @@ def _age(seconds: float | None) -> str:
 
 def _in_flight(projection: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
     """Work in flight (awaiting a result or claimed: holder, lease, ages as of the version's commit time),
-    incomplete checks with the coverage they do not state, and the health figures."""
+    checks that did not complete (the reducer's incomplete ones, then the failed ones, with why) with the coverage
+    they do not state, and the health figures. In flight and not complete together are what a handoff lists as
+    incomplete checks (``handoff/document.py``), so the page a handoff links to shows each of them."""
     ages = {r["request_id"]: r for r in health["outstanding_work"]["requests"]}
     in_flight = []
     for work in projection["work"]:
@@ -257,7 +259,8 @@ def _in_flight(projection: dict[str, Any], health: dict[str, Any]) -> dict[str, 
             }
         )
     incomplete = []
-    for work in projection.get("incomplete_work", []):
+    failed = [work for work in projection["work"] if work["status"] == "failed"]
+    for work in [*projection.get("incomplete_work", []), *failed]:
         coverage = work.get("coverage") or {}
         missing = list(work.get("missing") or [])
         if not missing:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
+from caseboard.handoff.document import build
 from tests.http_server import RunningServer, observation, open_body, running_server
 
 
@@ -99,3 +102,34 @@ def test_a_judgment_whose_prompt_was_removed_shows_missing(server: RunningServer
     assert server.app.artifacts.remove("tenant-a", f"sha256:{digest}")
     removed = planner.get("/ui/workspaces/ws-1/judgments")
     assert 'class="bytes prompt" data-check="missing"' in removed.text
+
+
+def test_the_investigation_page_shows_every_check_a_handoff_lists_as_incomplete_a_failed_one_with_why(
+    server: RunningServer,
+) -> None:
+    """A handoff lists every check not completed (``handoff/document.py``) and links to this page: each is on it,
+    in flight or among the incomplete checks, a failed one with its reason (it had been on neither)."""
+    a = server.as_("operator-a", "operator", tenant="tenant-a")
+    planner = server.as_("planner-1", "planner", tenant="tenant-a")
+    tls = server.as_("certificate-check-specialist", "specialist", tenant="tenant-a")
+    assert a.post("/workspaces", json=open_body("ws-2")).status_code == 201
+    asked = [
+        {"type": "work_request", "request_id": request, "kind": "certificate_check", "target": "payments-api"}
+        for request in ("tls-failed", "tls-waiting")
+    ]
+    assert planner.post("/workspaces/ws-2/contributions", json={"items": asked}).status_code == 201
+    claim = {"type": "work_claim", "request_id": "tls-failed", "lease_s": 300}
+    assert tls.post("/workspaces/ws-2/contributions", json={"items": [claim]}).status_code == 201
+    why = "certs chain failed: no answer within the deadline of 5 s"
+    query = {"time_range": ["2026-03-02T13:00:00Z", "2026-03-02T14:02:00Z"], "filters": {}, "targets": [],
+             "completed": False}  # fmt: skip
+    failed = {"type": "work_result", "request_id": "tls-failed", "generation": 1, "status": "failed",
+              "summary": why, "query": query}  # fmt: skip
+    assert tls.post("/workspaces/ws-2/contributions", json={"items": [failed]}).status_code == 201
+    projection = a.get("/workspaces/ws-2").json()
+    listed = build("tenant-a/ws-2", projection, datetime.now(UTC), "human_review_required", None).incomplete_checks
+    page = a.get("/ui/workspaces/ws-2").text
+    shown = re.findall(r'<tr class="(?:work|incomplete)" data-id="([^"]+)">', page)
+    assert sorted(shown) == sorted(check.request_id for check in listed) == ["tls-failed", "tls-waiting"]
+    row = page.split('<tr class="incomplete" data-id="tls-failed">', 1)[1].split("</tr>", 1)[0]
+    assert "failed" in row and why in row and "targets, filters, completion" in row
