@@ -305,21 +305,15 @@ class ConsumerHost:
             return False
         try:
             return bool(act(self.coordinator, participant, notification))
-        except RetryBudgetSpent as starved:
-            # others committed meanwhile: no later notice need re-announce what this one asked (a claimed work
-            # request waited out its lease), so the broker delivers it again (docs/adr/0196)
+        except (RetryBudgetSpent, ContributionRefused) as stopped:
+            starved = isinstance(stopped, RetryBudgetSpent)  # a conflict is not a refusal of the items
             log.warning(
-                "participant_starved",
+                "participant_starved" if starved else "participant_gave_up",
                 principal=participant.principal,
                 notification_id=notification.id,
-                error=str(starved),
+                error=str(stopped),
             )
-            raise dramatiq.Retry(str(starved), delay=RETRY_DELAY_MS) from None
-        except ContributionRefused as refused:
-            log.warning(
-                "participant_gave_up",
-                principal=participant.principal,
-                notification_id=notification.id,
-                error=str(refused),
-            )
+            if starved:  # others committed meanwhile, and no later notice need re-announce what this one asked (a
+                # claimed work request waited out its lease): the broker delivers it again (docs/adr/0196)
+                raise dramatiq.Retry(str(stopped), delay=RETRY_DELAY_MS) from None
             return False

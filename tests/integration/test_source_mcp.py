@@ -32,6 +32,15 @@ def config(log: Path, **options: object) -> SourceConfig:
     return SourceConfig.model_validate({"type": "mcp", "options": {"command": command, "tools": TOOLS, **options}})
 
 
+def auditor_key(database_url: str) -> str:
+    """A reporter's key of tenant-a in the ledger at ``database_url``, for an MCP server of caseboard."""
+    keys = open_key_store(database_url)
+    try:
+        return keys.create("auditor", (Role.REPORTER,), "tenant-a").token
+    finally:
+        keys.close()
+
+
 def test_a_read_only_tool_s_call_is_recorded_and_cited(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     with embedded(tmp_path) as app:
@@ -92,11 +101,7 @@ def test_caseboard_s_own_mcp_server_answers_its_read_only_tools_and_its_submit_i
     """A released MCP server (``caseboard mcp``, stdio): ``whoami`` and ``list_workspaces`` are annotated
     read-only and answer; ``submit`` is not, so it is refused before any call and nothing is submitted."""
     served = f"sqlite:///{tmp_path}/served.db"
-    keys = open_key_store(served)
-    try:
-        token = keys.create("auditor", (Role.REPORTER,), "tenant-a").token
-    finally:
-        keys.close()
+    token = auditor_key(served)
     monkeypatch.setenv("CASEBOARD_DATABASE_URL", served)
     monkeypatch.setenv("CASEBOARD_API_KEY", token)
     options = {
@@ -160,11 +165,7 @@ def test_an_mcp_endpoint_is_sent_the_credential_and_one_stopped_is_a_failed_resu
     every HTTP source does; without one the server refuses; once the server is stopped, the result says the
     connection was refused (the SDK's task groups had it say only "unhandled errors in a TaskGroup")."""
     served = f"sqlite:///{tmp_path}/served.db"
-    keys = open_key_store(served)
-    try:
-        token = keys.create("auditor", (Role.REPORTER,), "tenant-a").token
-    finally:
-        keys.close()
+    token = auditor_key(served)
     monkeypatch.setenv("PEER_TOKEN", token)
 
     def peer(**fields: object) -> SourceConfig:
