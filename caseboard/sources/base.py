@@ -96,6 +96,14 @@ class SourceFailed(CaseboardError):
         self.raw = raw
 
 
+def cause(error: BaseException) -> str:
+    """What went wrong, said by the errors themselves: a task group (anyio's, the MCP SDK's) wraps a refused
+    connection or a server's error in an ``ExceptionGroup`` whose own message says only how many it holds."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(cause(inner) for inner in error.exceptions))
+    return f"{type(error).__name__}: {error}"
+
+
 class Deadline:
     """A point in monotonic time; ``left()`` is what remains (never below a small floor, so a call still fails
     by its own timeout rather than by a zero one)."""

@@ -25,7 +25,17 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import Field, model_validator
 
-from caseboard.sources.base import Answer, Deadline, Finding, Operation, Parameters, Query, SourceFailed, SourcePlugin
+from caseboard.sources.base import (
+    Answer,
+    Deadline,
+    Finding,
+    Operation,
+    Parameters,
+    Query,
+    SourceFailed,
+    SourcePlugin,
+    cause,
+)
 from caseboard.sources.config import SourceConfig
 from caseboard.sources.record import json_spans
 
@@ -139,7 +149,7 @@ class McpTools:
             ) from None
         except Exception as error:
             answered = f" (the endpoint answered {', '.join(statuses)})" if statuses else ""
-            raise SourceFailed(f"MCP {_cause(error)}{answered}") from None
+            raise SourceFailed(f"MCP {cause(error)}{answered}") from None
         if refused is not None or result is None:
             raise SourceFailed(refused or f"tool {tool!r} gave no result")
         raw = json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True).encode()
@@ -157,14 +167,6 @@ class McpTools:
         answer.answered = (tool,)
         answer.targets = (tool,)
         return answer
-
-
-def _cause(error: BaseException) -> str:
-    """What went wrong, said by the errors themselves: the SDK's task groups wrap a refused connection or a server's
-    error in an ``ExceptionGroup`` whose own message says only how many it holds."""
-    if isinstance(error, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(_cause(inner) for inner in error.exceptions))
-    return f"{type(error).__name__}: {error}"
 
 
 PLUGIN = SourcePlugin("mcp", lambda name, config, options: McpTools(name, config, options), Options)

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from caseboard.domain.errors import CaseboardError
 from caseboard.domain.items import MAX_REFS, MAX_TEXT
-from caseboard.sources.base import Answer, Deadline, Finding, Query, Source, SourceFailed, parameters_of
+from caseboard.sources.base import Answer, Deadline, Finding, Query, Source, SourceFailed, cause, parameters_of
 from caseboard.sources.config import Credential, SourceConfig
 
 MAX_OBSERVATIONS = 10
@@ -141,7 +141,7 @@ def ask(source: Source, target: str, config: SourceConfig, *, clock: Callable[[]
         except SourceFailed as error:
             box["failed"] = error
         except Exception as error:
-            box["failed"] = SourceFailed(f"{type(error).__name__}: {error}")
+            box["failed"] = SourceFailed(cause(error))
 
     worker = threading.Thread(target=run, name="caseboard-source-query", daemon=True)
     worker.start()

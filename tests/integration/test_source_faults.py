@@ -67,6 +67,30 @@ def test_a_plugin_that_ignores_its_deadline_is_cut_by_caseboard(tmp_path: Path) 
     assert "no answer within the deadline of 0.5 s" in result.summary
 
 
+def test_a_plugin_s_task_group_error_is_recorded_as_the_errors_inside_it(tmp_path: Path) -> None:
+    class Grouped:
+        kinds = ("metrics_query",)
+        default_operation = "range_query"
+
+        def __init__(self, real: object) -> None:
+            self.operations = real.operations  # type: ignore[attr-defined]
+            self.plain = real.plain  # type: ignore[attr-defined]
+
+        def run(self, *_: object) -> None:
+            refused = ConnectionRefusedError(111, "Connection refused")
+            raise ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [refused])])
+
+        def close(self) -> None:
+            pass
+
+    with embedded(tmp_path) as app:
+        who = specialist(app, "prometheus", config("http://127.0.0.1:9"))
+        who.source = Grouped(who.source)  # type: ignore[assignment]
+        result = request_and_answer(app, who, "m-grouped", "metrics_query", "up")[-1].items[0]
+    assert result.status == "failed" and result.query.incomplete == ("source_error",)
+    assert result.summary == "prometheus range_query failed: ConnectionRefusedError: [Errno 111] Connection refused"
+
+
 def test_a_partial_response_is_recorded_incomplete(fault: FaultServer, tmp_path: Path) -> None:
     with embedded(tmp_path) as app:
         who = specialist(app, "prometheus", config(fault.url + "/warn"))
