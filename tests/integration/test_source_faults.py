@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,24 +42,25 @@ def test_a_source_that_hangs_is_a_failed_result_with_its_coverage_within_the_dea
     assert result.observation is None
 
 
+class Replaced:
+    """The real Prometheus source's operations and plain reading, with its ``run`` replaced."""
+
+    kinds = ("metrics_query",)
+    default_operation = "range_query"
+
+    def __init__(self, real: object, run: Callable[..., None]) -> None:
+        self.operations = real.operations  # type: ignore[attr-defined]
+        self.plain = real.plain  # type: ignore[attr-defined]
+        self.run = run
+
+    def close(self) -> None:
+        pass
+
+
 def test_a_plugin_that_ignores_its_deadline_is_cut_by_caseboard(tmp_path: Path) -> None:
-    class Stuck:
-        kinds = ("metrics_query",)
-        default_operation = "range_query"
-
-        def __init__(self, real: object) -> None:
-            self.operations = real.operations  # type: ignore[attr-defined]
-            self.plain = real.plain  # type: ignore[attr-defined]
-
-        def run(self, *_: object) -> None:
-            time.sleep(30)
-
-        def close(self) -> None:
-            pass
-
     with embedded(tmp_path) as app:
         who = specialist(app, "prometheus", config("http://127.0.0.1:9", timeout_s=0.5))
-        who.source = Stuck(who.source)  # type: ignore[assignment]
+        who.source = Replaced(who.source, lambda *_: time.sleep(30))  # type: ignore[assignment]
         begun = time.monotonic()
         result = request_and_answer(app, who, "m-stuck", "metrics_query", "up")[-1].items[0]
         assert time.monotonic() - begun < 3
@@ -68,24 +69,13 @@ def test_a_plugin_that_ignores_its_deadline_is_cut_by_caseboard(tmp_path: Path) 
 
 
 def test_a_plugin_s_task_group_error_is_recorded_as_the_errors_inside_it(tmp_path: Path) -> None:
-    class Grouped:
-        kinds = ("metrics_query",)
-        default_operation = "range_query"
-
-        def __init__(self, real: object) -> None:
-            self.operations = real.operations  # type: ignore[attr-defined]
-            self.plain = real.plain  # type: ignore[attr-defined]
-
-        def run(self, *_: object) -> None:
-            refused = ConnectionRefusedError(111, "Connection refused")
-            raise ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [refused])])
-
-        def close(self) -> None:
-            pass
+    def run(*_: object) -> None:
+        refused = ConnectionRefusedError(111, "Connection refused")
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [refused])])
 
     with embedded(tmp_path) as app:
         who = specialist(app, "prometheus", config("http://127.0.0.1:9"))
-        who.source = Grouped(who.source)  # type: ignore[assignment]
+        who.source = Replaced(who.source, run)  # type: ignore[assignment]
         result = request_and_answer(app, who, "m-grouped", "metrics_query", "up")[-1].items[0]
     assert result.status == "failed" and result.query.incomplete == ("source_error",)
     assert result.summary == "prometheus range_query failed: ConnectionRefusedError: [Errno 111] Connection refused"
