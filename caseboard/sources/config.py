@@ -16,6 +16,7 @@ guardrails. Every mistake is named with its path, all of them in one line (``Con
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,12 +33,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")]
+"""An HTTP field name (RFC 9110's token)."""
+UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""Control characters (a tab aside): no HTTP field value may carry one, and the client's error would quote it."""
+
+
 class Credential(Strict):
     """A secret by reference: an environment variable's name, or a file's path; never the secret itself."""
 
     env: str | None = None
     file: Path | None = None
-    header: str = "Authorization"
+    header: HeaderName = "Authorization"
     """The HTTP header it is sent in; ``Authorization`` gets ``Bearer <secret>``."""
 
     @model_validator(mode="after")
@@ -48,13 +55,30 @@ class Credential(Strict):
             raise ValueError(f"the environment variable {self.env} is not set")
         if self.file is not None and not self.file.is_file():
             raise ValueError(f"the file {self.file} does not exist")
+        self.secret()  # readable, and sendable
         return self
 
     def secret(self) -> str:
+        """The secret, read now; ``ValueError`` naming the reference, never the value, when it cannot be read or
+        sent."""
+        secret = self.value()
+        if UNSENDABLE.search(secret):
+            raise ValueError(f"{self._where()} holds a control character, which no HTTP header may carry")
+        return secret
+
+    def value(self) -> str:
+        """The value as read now, sendable or not: what must be kept out of what is recorded."""
         if self.env is not None:
             return os.environ.get(self.env, "")
         assert self.file is not None
-        return self.file.read_text().strip()
+        try:
+            return self.file.read_text().strip()
+        except (OSError, UnicodeDecodeError) as error:
+            why = getattr(error, "strerror", None) or "not text"
+            raise ValueError(f"{self._where()} cannot be read ({why})") from None
+
+    def _where(self) -> str:
+        return f"the environment variable {self.env}" if self.env is not None else f"the file {self.file}"
 
     def headers(self) -> dict[str, str]:
         secret = self.secret()

@@ -161,12 +161,21 @@ SECRET_IN_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNO
 SECRET_PARAMS = re.compile(r"(?P<name>(?:token|key|password|secret|auth)[a-z_]*=)[^&\s\"']+", re.IGNORECASE)
 
 
+def _kept_out(credential: Credential | None) -> str:
+    """The credential's value as read now, to keep out of what is recorded ('' when there is none to read)."""
+    if credential is None:
+        return ""
+    try:
+        return credential.value()
+    except ValueError:  # unreadable now: nothing of it was sent, nor can be echoed
+        return ""
+
+
 def redact(message: str, credential: Credential | None) -> str:
     """The message without the credential's value, userinfo in URLs or secret-like query parameters."""
-    if credential is not None:
-        secret = credential.secret()
-        if secret:
-            message = message.replace(secret, "[redacted]")
+    secret = _kept_out(credential)
+    if secret:
+        message = message.replace(secret, "[redacted]")
     message = SECRET_IN_URL.sub(r"\g<scheme>[redacted]@", message)
     return SECRET_PARAMS.sub(r"\g<name>[redacted]", message)
 
@@ -174,7 +183,7 @@ def redact(message: str, credential: Credential | None) -> str:
 def masked(raw: bytes, credential: Credential | None) -> bytes:
     """``raw`` with every occurrence of the credential's value (a server echoing it) masked by as many ``*``,
     so that nothing stored holds it and every offset a finding cites stays where it was."""
-    secret = credential.secret().encode() if credential is not None else b""
+    secret = _kept_out(credential).encode()
     return raw.replace(secret, b"*" * len(secret)) if secret else raw
 
 

@@ -187,8 +187,9 @@ def test_an_mcp_endpoint_is_sent_the_credential_and_one_stopped_is_a_failed_resu
 
 
 def test_a_stdio_mcp_server_with_a_credential_is_a_configuration_mistake(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("s3cret\n")
     config = SourceConfig.model_validate(
-        {"type": "mcp", "credential": {"file": str(SERVER)}, "options": {"command": ["x"], "tools": ["a"]}}
+        {"type": "mcp", "credential": {"file": str(tmp_path / "token")}, "options": {"command": ["x"], "tools": ["a"]}}
     )
     with pytest.raises(SourceFailed, match=r"a stdio server gets its secrets through options\.env_from"):
         SOURCES.build("m", config)

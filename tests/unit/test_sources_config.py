@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ import pytest
 from caseboard.domain.errors import ConfigurationError
 from caseboard.sources.base import SourcePlugin
 from caseboard.sources.config import load_sources
-from caseboard.sources.record import redact
+from caseboard.sources.record import ask, record, redact
 from caseboard.sources.registry import SOURCES, SourceRegistry
+from tests.sources.servers import FaultServer
 
 GOOD_TOML = """
 [tenants.tenant-a.sources.prom]
@@ -158,6 +160,47 @@ def test_a_source_message_loses_its_secrets(tmp_path: Path, monkeypatch: pytest.
     for secret in ("pa55", "user:", "abc", "tok-123"):
         assert secret not in cleaned
     assert "https://[redacted]@prom.example/api?token=[redacted]&x=1" in cleaned
+
+
+def test_a_credential_no_http_header_can_carry_is_named_at_start_and_never_quoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sources.toml"
+    monkeypatch.setenv("PROM_TOKEN", "tok\nline-2")
+    path.write_text(GOOD_TOML.replace('{ env = "PROM_TOKEN" }', '{ env = "PROM_TOKEN", header = "X Token:" }'))
+    with pytest.raises(ConfigurationError, match=r"prom\.credential\.header: String should match pattern"):
+        load_sources(path)
+    path.write_text(GOOD_TOML)
+    with pytest.raises(ConfigurationError) as raised:
+        load_sources(path)
+    said = str(raised.value)
+    assert "the environment variable PROM_TOKEN holds a control character, which no HTTP header may carry" in said
+    assert "line-2" not in said
+
+
+def test_a_credential_changed_after_start_to_an_unsendable_one_fails_the_query_without_quoting_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx refused it quoting the header (``Illegal header value b'Bearer tok\\nline-2'``), which the redaction of
+    the secret as read did not match: a part of the secret reached the result."""
+    monkeypatch.setenv("PROM_TOKEN", "tok-123")
+    server = FaultServer()  # listening: httpx checks a header's value once connected
+    path = tmp_path / "sources.toml"
+    path.write_text(GOOD_TOML.replace('endpoint = "http://127.0.0.1:9090"', f'endpoint = "{server.url}/warn"'))
+    config = load_sources(path).tenant("tenant-a")[1].sources["prom"]
+    source = SOURCES.build("prom", config)
+    try:
+        monkeypatch.setenv("PROM_TOKEN", "tok\nline-2")  # rotated, badly, while the specialist runs
+        ran = ask(source, "up", config)
+        recorded = record(ran, name="prom", config=config, request_id="m-1", generation=1,
+                          store=lambda data, media: "sha256:" + "0" * 64, now=datetime.now(UTC))  # fmt: skip
+    finally:
+        source.close()
+        server.close()
+    summary = recorded.items[0]["summary"]
+    assert recorded.items[0]["status"] == "failed"
+    assert "the environment variable PROM_TOKEN holds a control character" in summary
+    assert "line-2" not in summary and "tok" not in summary
 
 
 def test_a_plugin_registered_under_the_entry_point_group_is_found_and_checked() -> None:
