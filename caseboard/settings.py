@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from caseboard.database_url import DatabaseUrl
 from caseboard.domain.errors import ConfigurationError, UnknownReducer
+from caseboard.domain.text import FIELD_VALUE_REFUSED
 from caseboard.tenant_config import TenantsConfig, load_tenants
 
 if TYPE_CHECKING:
@@ -143,6 +144,12 @@ class Settings:
         if self.log_format not in ("auto", "json", "console"):
             raise ConfigurationError(f"CASEBOARD_LOG_FORMAT must be auto, json or console, not {self.log_format!r}")
         _check_redis_url(self.redis_url)
+        for name, secret in (
+            ("CASEBOARD_MODEL_API_KEY", self.model_api_key),
+            ("CASEBOARD_METRICS_TOKEN", self.metrics_token),
+        ):
+            if secret is not None and FIELD_VALUE_REFUSED.search(secret):  # sent or matched in a header
+                raise ConfigurationError(f"{name} holds a control character, which no HTTP header may carry")
 
 
 def sqlite_path(url: str) -> Path | None:

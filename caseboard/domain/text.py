@@ -25,6 +25,11 @@ QUERY = re.compile(rb"%(?:0[0-8bBcCeEfF]|1[0-9a-fA-F])|[\x00-\x08\x0b\x0c\x0e-\x
 RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
+FIELD_VALUE_REFUSED = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What no HTTP field value may carry (RFC 9110): a control character but tab. A secret sent in a header is
+checked against it before it is sent: the HTTP client's own refusal would quote the header, secret included."""
+
+
 def escaped_control(body: bytes) -> bool:
     """Whether JSON ``body`` escapes a refused character in one of its strings (keys included)."""
     for found in BODY.finditer(body):

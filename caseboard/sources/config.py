@@ -16,7 +16,6 @@ guardrails. Every mistake is named with its path, all of them in one line (``Con
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from caseboard.domain.errors import ConfigurationError
+from caseboard.domain.text import FIELD_VALUE_REFUSED
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 
@@ -35,8 +35,6 @@ class Strict(BaseModel):
 
 HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")]
 """An HTTP field name (RFC 9110's token)."""
-UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-"""Control characters (a tab aside): no HTTP field value may carry one, and the client's error would quote it."""
 
 
 class Credential(Strict):
@@ -62,7 +60,7 @@ class Credential(Strict):
         """The secret, read now; ``ValueError`` naming the reference, never the value, when it cannot be read or
         sent."""
         secret = self.value()
-        if UNSENDABLE.search(secret):
+        if FIELD_VALUE_REFUSED.search(secret):
             raise ValueError(f"{self._where()} holds a control character, which no HTTP header may carry")
         return secret
 

@@ -43,6 +43,16 @@ def test_a_bad_setting_is_one_clear_error() -> None:
             Settings.from_env({"CASEBOARD_TRUST_TIMESTAMPS": value})
 
 
+@pytest.mark.parametrize("name", ["CASEBOARD_MODEL_API_KEY", "CASEBOARD_METRICS_TOKEN"])
+def test_a_secret_no_http_header_can_carry_is_refused_at_start_without_quoting_it(name: str) -> None:
+    """The model's key is sent in a header and the metrics token matched against one: with a line feed in it, every
+    model call failed as a connection error, and no client could ever read the metrics."""
+    with pytest.raises(ConfigurationError) as raised:
+        Settings.from_env({name: "sk-abc\nline-2"})
+    assert str(raised.value) == f"{name} holds a control character, which no HTTP header may carry"
+    assert Settings.from_env({name: "sk-abc\tline-2"})  # a tab may be sent
+
+
 @pytest.mark.parametrize("module", LOOPS)
 def test_a_production_loop_never_reads_the_environment(module: str) -> None:
     tree = ast.parse((PACKAGE / module).read_text())
