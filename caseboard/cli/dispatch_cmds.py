@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from caseboard.app import App
-from caseboard.cli.arguments import request_kinds, seconds, tenant_id, whole_number
+from caseboard.cli.arguments import identifier, request_kinds, seconds, tenant_id, whole_number
 from caseboard.dispatcher.broker import BrokerWatch, check_broker
 from caseboard.dispatcher.follower import DispatchConfig
 from caseboard.dispatcher.outbox import open_outbox
@@ -37,11 +37,15 @@ MAX_THREADS = 256
 
 thread_count = whole_number("threads", MAX_THREADS)
 """A process's consumer threads."""
+dispatcher_name = identifier("dispatcher's name")
+"""The name a dispatcher stores its position under."""
 
 
 def register(commands: Any) -> None:
     dispatch = commands.add_parser("dispatch", help="follow the ledger's outbox and hand notifications to dramatiq")
-    dispatch.add_argument("--name", default="dispatcher", help="the position's name (one per dispatcher)")
+    dispatch.add_argument(
+        "--name", type=dispatcher_name, default="dispatcher", help="the position's name (one per dispatcher)"
+    )
     dispatch.add_argument("--poll", type=seconds, default=0.5, help="fallback poll in seconds (default 0.5)")
     dispatch.add_argument(
         "--redrive-after",
@@ -76,7 +80,9 @@ def register(commands: Any) -> None:
     outbox = commands.add_parser("outbox", help="the outbox and its dispatcher")
     outbox_commands = outbox.add_subparsers(dest="outbox_command", required=True, metavar="SUBCOMMAND")
     status = outbox_commands.add_parser("status", help="position, head, pending, delivered, duplicates (JSON)")
-    status.add_argument("--name", default="dispatcher")
+    status.add_argument(
+        "--name", type=dispatcher_name, default="dispatcher", help="the dispatcher whose position is shown"
+    )
     status.set_defaults(handler=cmd_outbox_status)
     prune = outbox_commands.add_parser(
         "prune", help="forget notifications processed more than --older-than-days ago (JSON counts)"
@@ -217,8 +223,13 @@ def cmd_outbox_status(app: App, args: argparse.Namespace) -> int:
     try:
         status = store.status(args.name)
         handoffs = store.handoff_summary()
+        named = store.dispatchers()
     finally:
         store.close()
+    if named and args.name not in named:  # a mistyped name would show everything pending, as if stuck
+        raise CaseboardError(
+            f"no dispatcher named {args.name!r} has run on this ledger (those that have: {', '.join(named)})"
+        )
     outbox = open_outbox(app.ledger)
     position = (status["position"][0], status["position"][1])
     on_redis = app.on_postgres  # the embedded ledger's is in process

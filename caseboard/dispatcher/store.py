@@ -370,6 +370,12 @@ class DispatchStore:
             "duplicates_absorbed": duplicates,
         }
 
+    def dispatchers(self) -> list[str]:
+        """The names of the dispatchers that have stored a position, sorted."""
+        with self._tx() as cur:
+            cur.execute("SELECT name FROM caseboard_dispatch_positions ORDER BY name")
+            return [str(name) for (name,) in cur.fetchall()]
+
     def processed_ids(self) -> list[tuple[str, str, int]]:
         with self._tx() as cur:
             cur.execute(

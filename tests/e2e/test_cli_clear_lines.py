@@ -144,6 +144,9 @@ def test_a_device_or_a_pipe_given_for_a_recorded_incident_is_refused_unread(comm
         # Before: refused by the contract after the demo had started, in pydantic's words.
         (["demo", "--live", "--workspace", "a/b"], "argument --workspace: 'a/b' is not a workspace id"),
         (["demo", "--live", "--cycles", "-1"], "argument --cycles: '-1' is not a number of cycles"),
+        # Before: a dispatcher's position was stored, or looked up, under any text at all.
+        (["outbox", "status", "--name", "a\x1bb"], "argument --name: 'a\\x1bb' is not a dispatcher's name"),
+        (["dispatch", "--once", "--name", ""], "argument --name: '' is not a dispatcher's name"),
     ],
 )
 def test_a_process_s_interval_threads_or_principal_out_of_range_is_one_line(
@@ -154,6 +157,16 @@ def test_a_process_s_interval_threads_or_principal_out_of_range_is_one_line(
     # was acted for, searched or stored under in vain; a workspace id with '/' named none.
     done = caseboard(*command, url=f"sqlite:///{tmp_path}/ledger.db", cwd=tmp_path)
     assert said in one_line(done)
+
+
+def test_the_outbox_status_of_a_dispatcher_that_never_ran_names_those_that_did(tmp_path: Path) -> None:
+    # Before: a mistyped name showed position 0 and everything pending, as if the dispatcher were stuck.
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    assert caseboard("demo", "--live", url=url, cwd=tmp_path).returncode == 0  # its dispatcher stores a position
+    known = caseboard("outbox", "status", url=url, cwd=tmp_path)
+    assert known.returncode == 0 and json.loads(known.stdout)["pending"] == 0
+    said = one_line(caseboard("outbox", "status", "--name", "dispatcher-2", url=url, cwd=tmp_path))
+    assert "no dispatcher named 'dispatcher-2' has run on this ledger (those that have: dispatcher)" in said
 
 
 def test_an_artifact_is_not_stored_under_a_tenant_no_key_can_hold(tmp_path: Path) -> None:
