@@ -39,6 +39,7 @@ from caseboard.api.routes_write import WorkspaceId
 from caseboard.api.services import Services
 from caseboard.domain import items as it
 from caseboard.domain.errors import LedgerUnavailable
+from caseboard.handoff.document import SETTLED
 from caseboard.keys import ApiKey
 from caseboard.projections.health import ledger_health
 from caseboard.replay.history import VersionNotRecorded, check_versions, diff, history, told
@@ -240,27 +241,29 @@ def _age(seconds: float | None) -> str:
 
 
 def _in_flight(projection: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
-    """Work in flight (awaiting a result or claimed: holder, lease, ages as of the version's commit time),
-    checks that did not complete (the reducer's incomplete ones, then the failed ones, with why) with the coverage
-    they do not state, and the health figures. In flight and not complete together are what a handoff lists as
-    incomplete checks (``handoff/document.py``), so the page a handoff links to shows each of them."""
+    """Work in flight (awaiting a result or claimed: holder, lease, ages as of the version's commit time), the
+    other checks not completed (incomplete or failed, with why) with the coverage they do not state, and the health
+    figures. Together they are the checks a handoff lists as incomplete (``handoff/document.py``'s ``SETTLED``),
+    so the page a handoff links to shows each of them."""
     ages = {r["request_id"]: r for r in health["outstanding_work"]["requests"]}
+    listed = {w["request_id"]: w for w in projection.get("incomplete_work", [])}  # the reducer's own, where it has it
     in_flight = []
-    for work in projection["work"]:
-        if work["status"] not in ("awaiting_result", "claimed"):
-            continue
-        age = ages.get(work["request_id"], {})
-        in_flight.append(
-            {
-                **work,
-                "state": "lease_lapsed" if work.get("lease_lapsed") else work["status"],
-                "age": _age(age.get("age_s")),
-                "claimed_for": _age(age["claimed_for_s"]) if age.get("claimed_for_s") is not None else None,
-            }
-        )
     incomplete = []
-    failed = [work for work in projection["work"] if work["status"] == "failed"]
-    for work in [*projection.get("incomplete_work", []), *failed]:
+    for work in projection["work"]:
+        if work["status"] in SETTLED:
+            continue
+        if work["status"] in ("awaiting_result", "claimed"):
+            age = ages.get(work["request_id"], {})
+            in_flight.append(
+                {
+                    **work,
+                    "state": "lease_lapsed" if work.get("lease_lapsed") else work["status"],
+                    "age": _age(age.get("age_s")),
+                    "claimed_for": _age(age["claimed_for_s"]) if age.get("claimed_for_s") is not None else None,
+                }
+            )
+            continue
+        work = {**work, **listed.get(work["request_id"], {})}
         coverage = work.get("coverage") or {}
         missing = list(work.get("missing") or [])
         if not missing:

@@ -115,21 +115,28 @@ def test_the_investigation_page_shows_every_check_a_handoff_lists_as_incomplete_
     assert a.post("/workspaces", json=open_body("ws-2")).status_code == 201
     asked = [
         {"type": "work_request", "request_id": request, "kind": "certificate_check", "target": "payments-api"}
-        for request in ("tls-failed", "tls-waiting")
+        for request in ("tls-failed", "tls-partial", "tls-waiting")
     ]
     assert planner.post("/workspaces/ws-2/contributions", json={"items": asked}).status_code == 201
-    claim = {"type": "work_claim", "request_id": "tls-failed", "lease_s": 300}
-    assert tls.post("/workspaces/ws-2/contributions", json={"items": [claim]}).status_code == 201
+    claims = [
+        {"type": "work_claim", "request_id": request, "lease_s": 300} for request in ("tls-failed", "tls-partial")
+    ]
+    assert tls.post("/workspaces/ws-2/contributions", json={"items": claims}).status_code == 201
     why = "certs chain failed: no answer within the deadline of 5 s"
     query = {"time_range": ["2026-03-02T13:00:00Z", "2026-03-02T14:02:00Z"], "filters": {}, "targets": [],
              "completed": False}  # fmt: skip
     failed = {"type": "work_result", "request_id": "tls-failed", "generation": 1, "status": "failed",
               "summary": why, "query": query}  # fmt: skip
-    assert tls.post("/workspaces/ws-2/contributions", json={"items": [failed]}).status_code == 201
+    partial = {"type": "work_result", "request_id": "tls-partial", "generation": 1, "status": "completed",
+               "summary": "1 of 2 instances read", "query": query}  # fmt: skip  # the reducer's incomplete_work
+    assert tls.post("/workspaces/ws-2/contributions", json={"items": [failed, partial]}).status_code == 201
     projection = a.get("/workspaces/ws-2").json()
     listed = build("tenant-a/ws-2", projection, datetime.now(UTC), "human_review_required", None).incomplete_checks
     page = a.get("/ui/workspaces/ws-2").text
     shown = re.findall(r'<tr class="(?:work|incomplete)" data-id="([^"]+)">', page)
-    assert sorted(shown) == sorted(check.request_id for check in listed) == ["tls-failed", "tls-waiting"]
+    assert sorted(shown) == sorted(check.request_id for check in listed) == ["tls-failed", "tls-partial", "tls-waiting"]
+    assert (
+        'data-id="tls-partial"><td><code>tls-partial</code></td>\n<td><span class="status status-incomplete">' in page
+    )
     row = page.split('<tr class="incomplete" data-id="tls-failed">', 1)[1].split("</tr>", 1)[0]
     assert "failed" in row and why in row and "targets, filters, completion" in row
