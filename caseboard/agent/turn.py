@@ -9,8 +9,9 @@ participant has a next step (a specialist claims, then reports). Then:
                            what changed and decides again (a new call), at most ``max_attempts`` times; the
                            superseded call's judgment rides in the next contribution, marked superseded. A
                            turn that loses every race records the superseded judgments alone and raises
-                           ``dramatiq.Retry``: the broker hands the notification back later (the consumer's
-                           attempt budget bounds how often)
+                           ``RetryBudgetSpent``, as ``workers/runtime.act`` does: the host hands the notification
+                           back to the broker, which delivers it again later (the consumer's attempt budget
+                           bounds how often; docs/adr/0196)
     any other refusal      (forbidden, invalid, unknown_reference, ...) or a reply refused before submitting
                            (malformed, model unavailable): the judgment alone is recorded, with the refusal,
                            and the participant goes on to its next notification
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import dramatiq
 import structlog
 
 from caseboard.agent.participant import Decision, refused
@@ -32,7 +32,7 @@ from caseboard.domain.errors import Reason
 from caseboard.domain.items import Role
 from caseboard.domain.outcome import Accepted, Outcome, Refused
 from caseboard.domain.workspace_key import bare
-from caseboard.workers.runtime import RETRY_DELAY_MS
+from caseboard.workers.runtime import RetryBudgetSpent
 
 log = structlog.get_logger("caseboard.agent")
 
@@ -127,11 +127,8 @@ def take_turn(
                 )
                 if conflicts >= max_attempts:
                     record_alone(superseded)
-                    log.warning("agent_turn_starved", principal=participant.principal, notification_id=notification.id)
-                    raise dramatiq.Retry(
-                        f"{participant.principal} lost {conflicts} races on {notification.id}: take it again later",
-                        delay=RETRY_DELAY_MS,
-                    )
+                    current = int(outcome.details.get("current_version", decision.version))
+                    raise RetryBudgetSpent(participant.principal, notification.id, conflicts, current)
                 continue
             _log_refusal(participant, notification, refusal)
             record_alone([*superseded, refused(decision.judgment, refusal)])

@@ -23,6 +23,7 @@ from caseboard.coordinator import parse_contribution
 from caseboard.dispatcher.notification import Notification
 from caseboard.domain.items import Role
 from caseboard.settings import Settings
+from caseboard.workers.runtime import RetryBudgetSpent
 from tests.conftest import open_item
 from tests.fake_model_server import FakeModel, Reply, incident_policy, items
 from tests.http_server import running_server
@@ -172,6 +173,26 @@ def test_a_slow_reply_times_out_and_is_retried_and_a_model_that_never_answers_is
     take_turn(Board(rig.app), planner, turn(3))  # and it goes on: asked again, answered, recorded
     (third,) = judgments_of(rig.commits()[-1])
     assert third.output["refusal"]["reason"] == "nothing_to_contribute" and third.output["attempts"] == 1
+
+
+def test_a_turn_that_loses_every_race_records_its_judgments_and_raises_as_act_does(rig: Rig) -> None:
+    """Each reply is stale by the time it is submitted (another planner commits while the model answers): five
+    superseded judgments are recorded alone, and the turn raises ``RetryBudgetSpent``, which the host hands back
+    to the broker as it does ``act``'s (docs/adr/0196)."""
+    rivals = iter(range(1, 100))
+
+    def racing(messages: list[dict[str, Any]]) -> Reply:
+        rival = {"type": "question", "id": f"q-rival-{next(rivals)}", "text": "What changed?"}
+        assert rig.submit("planner-2", "planner", [rival])["ok"]
+        return Reply(items({"type": "question", "id": "q-stale", "text": "Why?"}))
+
+    rig.fake.policy = racing
+    with pytest.raises(RetryBudgetSpent) as raised:
+        take_turn(Board(rig.app), rig.participant(), turn(1))
+    assert raised.value.attempts == 5 and raised.value.current_version == rig.commits()[-2].version
+    alone = rig.commits()[-1]
+    assert [j.output["refusal"]["reason"] for j in judgments_of(alone)] == ["version_conflict"] * 5
+    assert "q-stale" not in {i.id for c in rig.commits() for i in c.items if i.type == "question"}
 
 
 def test_instruction_like_text_in_a_reply_is_recorded_flagged_and_reaches_the_next_model_as_quoted_data(
