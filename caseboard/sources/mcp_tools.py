@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -94,14 +95,25 @@ class McpTools:
     def plain(self, text: str) -> dict[str, Any]:
         return {"operation": "call_tool", "tool": text.strip()}
 
-    def _server(self, http: httpx2.AsyncClient) -> Any:
-        """The stdio command's parameters, or a transport to the endpoint through ``http``, which sends the
-        credential."""
+    @asynccontextmanager
+    async def _client(self, deadline: Deadline, headers: dict[str, str] | None, hooks: Any) -> AsyncIterator[Client]:
+        """A session with the stdio command, or with the endpoint through an HTTP client that sends ``headers`` (the
+        credential) and calls ``hooks`` on each response: the SDK sends an endpoint's headers through the client it
+        is given. A stdio server needs no HTTP client, so none is made for it."""
         if self.options.command:
             env = {**get_default_environment(), **{k: os.environ[k] for k in self.options.env_from if k in os.environ}}
-            return StdioServerParameters(command=self.options.command[0], args=self.options.command[1:], env=env)
+            server = StdioServerParameters(command=self.options.command[0], args=self.options.command[1:], env=env)
+            async with Client(server, read_timeout_seconds=deadline.left()) as client:
+                yield client
+            return
         assert self.config.endpoint is not None
-        return streamable_http_client(self.config.endpoint, http_client=http)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=deadline.left(), event_hooks=hooks) as http,
+            Client(
+                streamable_http_client(self.config.endpoint, http_client=http), read_timeout_seconds=deadline.left()
+            ) as client,
+        ):
+            yield client
 
     def run(self, query: Query, deadline: Deadline) -> Answer:
         p: Any = query.parameters
@@ -135,10 +147,7 @@ class McpTools:
         hooks = {"response": [noted]}
         try:
             with anyio.fail_after(deadline.left()):
-                async with (  # the SDK sends an endpoint's headers through the client it is given
-                    httpx2.AsyncClient(headers=headers, timeout=deadline.left(), event_hooks=hooks) as http,
-                    Client(self._server(http), read_timeout_seconds=deadline.left()) as client,
-                ):
+                async with self._client(deadline, headers, hooks) as client:
                     listed = {t.name: t for t in (await client.list_tools()).tools}
                     refused = self.refusal(tool, listed.get(tool))
                     if refused is None:
