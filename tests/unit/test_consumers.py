@@ -41,8 +41,8 @@ def run(broker: StubBroker, host: ConsumerHost, notifications: list[Notification
     try:
         for notification in notifications:
             broker.enqueue(message_for(notification))
-        broker.join("caseboard.history", fail_fast=True)
-        broker.join("caseboard.snapshot", fail_fast=True)
+        for queue in host.queues():  # each with its delay queue, where a notification handed back waits
+            broker.join(queue, fail_fast=True)
         worker.join()
     finally:
         worker.stop()
@@ -128,17 +128,7 @@ def test_a_participant_that_loses_every_race_is_delivered_the_notification_again
 ) -> None:
     coordinator = opened()
     planner = Starved(coordinator, losses=5)  # act's whole budget: its first delivery lands nothing
-    host = ConsumerHost(store, coordinator, {"planner": planner})
-    for queue in host.queues():
-        declare_consumer(broker, queue, host.handle)
-    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=50)
-    worker.start()
-    try:
-        broker.enqueue(message_for(TURN))
-        broker.join("caseboard.planner", fail_fast=True)
-        worker.join()
-    finally:
-        worker.stop()
+    run(broker, ConsumerHost(store, coordinator, {"planner": planner}), [TURN])
     questions = [q["id"] for q in coordinator.workspaces.show("ws-r")["questions"]]
     assert questions == [*(f"q-rival-{n}" for n in range(1, 6)), "q-starved"]  # taken again, and answered
     assert [(c, n) for c, n, _ in store.processed_ids()] == [("caseboard.planner", TURN.id)]
