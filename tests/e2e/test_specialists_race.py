@@ -13,16 +13,13 @@ import pytest
 
 from caseboard.coordinator import Coordinator, parse_contribution
 from caseboard.ledger import open_ledger
+from tests.conftest import contribution, open_item
 from tests.e2e.procs import Cluster, poll
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 WORKSPACES = ("storm-1", "storm-2", "storm-3")
 CHECKS = 30
-
-
-def contribution(workspace: str, principal: str, role: str, items: list[dict[str, object]]) -> str:
-    return json.dumps({"workspace_id": workspace, "author": {"principal": principal, "role": role}, "items": items})
 
 
 def test_specialists_racing_on_one_kind_answer_every_check(cluster: Cluster, tmp_path: Path) -> None:
@@ -38,11 +35,9 @@ def test_specialists_racing_on_one_kind_answer_every_check(cluster: Cluster, tmp
     cluster.spawn("dispatch", "--poll", "0.1")
     for proc in specialists:
         poll("the specialist's consumers", lambda proc=proc: cluster.saw(proc, "consumers_announced"), timeout=60)
-    limits = {"max_selected_items": 20, "max_investigation_cycles": 8, "max_open_questions": 10,
-              "max_proposals": 10, "max_pending_work": CHECKS}  # fmt: skip
-    scope = {"tenant_id": "tenant-a", "environment": "production", "service": "payments-api"}
-    opening = {"type": "open", "goal": "Why do logins fail", "scope": scope, "runtime_limits": limits,
-               "execution_mode": "read_only"}  # fmt: skip
+    # the worker's controller passes a cycle at each commit (no planner runs): a budget it cannot spend meanwhile,
+    # for an exhausted one refuses every claim still to come
+    opening = open_item(max_pending_work=CHECKS, max_investigation_cycles=1000)
     target = json.dumps({"glob": "*.log", "match": "auth_failure"})
     checks = [
         {"type": "work_request", "request_id": f"logs-{n}", "kind": "log_query", "target": target}
@@ -52,9 +47,9 @@ def test_specialists_racing_on_one_kind_answer_every_check(cluster: Cluster, tmp
     try:
         coordinator = Coordinator(ledger)
         for workspace in WORKSPACES:
-            assert coordinator.submit(parse_contribution(contribution(workspace, "op", "operator", [opening])))["ok"]
+            assert coordinator.submit(parse_contribution(contribution([opening], "op", "operator", workspace)))["ok"]
         for workspace in WORKSPACES:  # all at once: the specialists race on each workspace's head
-            assert coordinator.submit(parse_contribution(contribution(workspace, "planner-1", "planner", checks)))["ok"]
+            assert coordinator.submit(parse_contribution(contribution(checks, workspace_id=workspace)))["ok"]
 
         def unanswered() -> list[str]:
             works = [(ws, w) for ws in WORKSPACES for w in coordinator.workspaces.show(ws)["work"]]
