@@ -14,6 +14,7 @@ it is stored as (a private attribute), so the ledger does not serialize it a sec
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, Field, PrivateAttr, model_validator
 
 from caseboard.domain.contribution import Author, IdempotencyKey
-from caseboard.domain.items import ITEMS, Frozen, Id, Item
+from caseboard.domain.items import ID_PATTERN, ITEMS, Frozen, Id, Item
 from caseboard.domain.outcome import Accepted, ItemOutcome
 from caseboard.domain.workspace_key import scoped
 
@@ -169,6 +170,68 @@ def recorded_hash(data: bytes) -> str | None:
     if len(data) <= SEALED_TAIL or data[-SEALED_TAIL:-66] != HASH_MEMBER:
         return None
     return data[-66:-2].decode("ascii", "replace")
+
+
+PREVIOUS_MEMBER = b',"previous_hash":"'
+_LINK = len(PREVIOUS_MEMBER) + 65
+"""The length of ``,"previous_hash":"<64 hex>"``, which ends just before a sealed commit's hash member."""
+_ID = ID_PATTERN.strip("^$").encode()
+_LEADING = re.compile(
+    rb'\{"schema_version":(?P<schema>[12]),"workspace_id":"(?P<id>' + _ID + rb')"'
+    rb'(?:,"tenant_id":"(?P<tenant>' + _ID + rb')")?,"version":(?P<version>[1-9][0-9]{0,17}),'
+)
+
+
+class SealedChain:
+    """A chain of sealed commits read by their bytes' hashes and links alone: each next record must hash to the hash
+    it records (``stored_hash``) and name the hash before it as its ``previous_hash``, where the commit's compact
+    JSON puts both (its last two members). Its workspace and version are read where the chain is taken up
+    (``at``), and counted on from there. Nothing else of the bytes is parsed.
+
+    Only for bytes that a hash kept elsewhere shows to be sealed commits' own, by the links that lead to it
+    (``verify --anchor``, docs/adr/0197): the commits caseboard seals follow one another, version by version, in
+    one workspace; in other bytes, a member may be stated twice, and only parsing says which one counts."""
+
+    def __init__(self, key: str, version: int, previous: bytes | None) -> None:
+        self.key = key
+        self.version = version
+        """The version of the next record."""
+        self.previous = previous
+        """The hash the next record must name as its ``previous_hash`` (ASCII hex), None before version 1."""
+        self._link = None if previous is None else b'%s%s"' % (PREVIOUS_MEMBER, previous)  # what ends before its hash
+
+    @classmethod
+    def at(cls, data: bytes) -> SealedChain | None:
+        """The chain as it stands before the record ``data``, by what ``data`` states; None when it states no
+        workspace and version where a sealed commit's compact JSON does (its first members)."""
+        leading = _LEADING.match(data)
+        end = len(data) - SEALED_TAIL  # where the hash member begins
+        if leading is None or end <= leading.end():
+            return None
+        schema, workspace_id, tenant, version = leading.groups()
+        if (schema == b"2") != (tenant is not None):
+            return None
+        key = workspace_id.decode() if tenant is None else scoped(tenant.decode(), workspace_id.decode())
+        link = data[end - _LINK : end] if end >= _LINK else b""
+        previous = link[len(PREVIOUS_MEMBER) : -1] if link.startswith(PREVIOUS_MEMBER) else None
+        return cls(key, int(version), previous)
+
+    def follow(self, data: bytes) -> bytes | None:
+        """The hash of the record ``data`` (ASCII hex) when it is the chain's next link, which the chain then ends
+        with; None when it is not."""
+        end = len(data) - SEALED_TAIL
+        link = data[end - _LINK : end] if end >= _LINK else b""
+        if link != self._link if self._link else link.startswith(PREVIOUS_MEMBER):
+            return None
+        digest = hashlib.sha256(data[:end])
+        digest.update(b"}")
+        recorded = digest.hexdigest().encode()
+        if data[end:] != b'%s%s"}' % (HASH_MEMBER, recorded):
+            return None
+        self.version += 1
+        self.previous = recorded
+        self._link = b'%s%s"' % (PREVIOUS_MEMBER, recorded)
+        return recorded
 
 
 def _iso(moment: datetime) -> str:

@@ -30,7 +30,8 @@ from caseboard.domain.citations import ARTIFACT_ID, Span
 MAX_TEXT = 4096
 """Statements, summaries, rationales and questions are short claims; large material lives behind a ref."""
 
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$")]
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$"
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 WORKSPACE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 """A workspace id is an ``Id`` without ``/``: it is one path segment of every route (docs/adr/0046)."""
 WorkspaceId = Annotated[str, StringConstraints(pattern=WORKSPACE_ID_PATTERN)]

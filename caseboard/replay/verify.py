@@ -42,12 +42,20 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from caseboard.domain.commit import Commit, stored_hash
+from caseboard.domain.commit import Commit, SealedChain, stored_hash
 from caseboard.domain.errors import CaseboardError, UnknownWorkspace
 from caseboard.domain.workspace_key import bare
 from caseboard.ledger.base import EventsourcingLedger, SnapshotRejected, StoredSnapshot
 from caseboard.reducers import LOAD_ERRORS, REDUCERS, Reducer, WorkspaceState
-from caseboard.replay.records import RawRecord, UnreadableRecord, decode_one, file_records, ledger_records, skip_line
+from caseboard.replay.records import (
+    RawRecord,
+    UnreadableRecord,
+    decode_one,
+    file_line_batches,
+    file_records,
+    ledger_records,
+    skip_line,
+)
 
 _compact_json = TypeAdapter(Commit).dump_json
 """What ``Commit.stored_json`` makes of a decoded commit, as bytes, without keeping them on the commit."""
@@ -201,6 +209,9 @@ processes, and each number up to it costs a seek when the file is cut."""
 PARALLEL_MIN_BYTES = 2 * 2**20
 """A file at least this large is checked in segments, one process each (``verify_file``). At 2 MB (~2,700
 commits) two processes take 36 ms against 49 in one pass; starting them costs ~10 ms."""
+AFTER_ANCHOR_MAX_BYTES = 2 * 2**20
+"""With an anchor, the lines after it are checked in one pass when they are fewer bytes than this; when they are
+more, the whole file is checked as without the anchored check, in segments (``_anchored``)."""
 
 
 def verify_file(path: Path, anchor: str | None = None, jobs: int | None = None) -> ChainReport:
@@ -212,8 +223,15 @@ def verify_file(path: Path, anchor: str | None = None, jobs: int | None = None) 
     segment is checked as the one pass checks it; the first commit of each segment after the first must then
     follow the last of the one before (its version, its ``previous_hash``, its workspace). Only an intact chain
     is reported from the segments: when any check fails, the file is checked again in one pass, so a problem
-    is named exactly as that pass names it."""
+    is named exactly as that pass names it.
+
+    With an ``anchor``, the lines up to it are first checked by their hashes and links alone (``_anchored``,
+    docs/adr/0197): a hash kept elsewhere that they link to shows they are the bytes a commit was sealed from."""
     segments = _segments(path, jobs)
+    if anchor is not None:
+        anchored = _anchored(path, segments, anchor)
+        if anchored is not None:
+            return anchored
     if len(segments) > 1:
         joined = _joined(path, segments, anchor)
         if joined is not None:
@@ -236,6 +254,8 @@ class Segment:
     last_version: int
     last_hash: str | None
     anchored_version: int | None
+    anchor_ends: int | None = None
+    """The byte of the file where the line after the anchor's begins (``_linked_segment``)."""
 
 
 def _segments(path: Path, jobs: int | None) -> list[tuple[int, int]]:
@@ -259,24 +279,39 @@ def _segments(path: Path, jobs: int | None) -> list[tuple[int, int]]:
 
 def _joined(path: Path, segments: list[tuple[int, int]], anchor: str | None) -> ChainReport | None:
     """The report of an intact chain from its segments checked in parallel; None when any check fails."""
-    try:
-        with ProcessPoolExecutor(len(segments), mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_check_segment, str(path), start, end, anchor) for start, end in segments]
-            checked = [future.result() for future in futures]
-    except (OSError, CaseboardError, BrokenProcessPool):
-        return None  # no processes to be had, or the file went away: the one pass
-    if any(segment is None for segment in checked):
+    intact = _in_processes(_check_segment, path, segments, anchor)
+    if intact is None or not _follow(intact):
         return None
-    intact = cast("list[Segment]", checked)
-    for before, segment in itertools.pairwise(intact):
-        follows = (intact[0].workspace_id, before.last_version + 1, before.last_hash)
-        if (segment.workspace_id, segment.first_version, segment.first_previous_hash) != follows:
-            return None
     anchored = next((s.anchored_version for s in intact if s.anchored_version is not None), None)
     if anchor is not None and anchored is None:
         return None  # the one pass says how it is missing
     last = intact[-1]
     return ChainReport(str(path), intact[0].workspace_id, last.last_version, last.last_hash, None, anchored)
+
+
+def _in_processes(
+    check: Callable[[str, int, int, str | None], Segment | None],
+    path: Path,
+    segments: list[tuple[int, int]],
+    anchor: str | None,
+) -> list[Segment] | None:
+    """``check`` of each segment, each in a process of its own; None when one fails or no process can be had."""
+    try:
+        with ProcessPoolExecutor(len(segments), mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(check, str(path), start, end, anchor) for start, end in segments]
+            checked = [future.result() for future in futures]
+    except (OSError, CaseboardError, BrokenProcessPool):
+        return None  # no processes to be had, or the file went away: the one pass
+    return None if any(segment is None for segment in checked) else cast("list[Segment]", checked)
+
+
+def _follow(intact: list[Segment]) -> bool:
+    """Whether each segment's first commit follows the last of the one before, in the same workspace."""
+    for before, segment in itertools.pairwise(intact):
+        follows = (intact[0].workspace_id, before.last_version + 1, before.last_hash)
+        if (segment.workspace_id, segment.first_version, segment.first_previous_hash) != follows:
+            return False
+    return True
 
 
 def _check_segment(path: str, start: int, end: int, anchor: str | None) -> Segment | None:
@@ -305,6 +340,67 @@ def _check_segment(path: str, start: int, end: int, anchor: str | None) -> Segme
         checker.previous_hash,
         checker.anchored_version,
     )
+
+
+def _anchored(path: Path, segments: list[tuple[int, int]], anchor: str) -> ChainReport | None:
+    """The report of an intact chain that holds ``anchor``, checked up to it by hashes and links alone; None when
+    that check fails, the anchor is not found, or ``AFTER_ANCHOR_MAX_BYTES`` or more follow it (docs/adr/0197).
+
+    Each line must hash to the hash it records and begin and end as the next link of the chain does
+    (``SealedChain``). Then the anchor's line is the bytes it was sealed from, and by its link so is the line
+    before it, and so on back to version 1: bytes a commit was sealed from are that commit's own compact JSON
+    (``Commit._seal``), which is what the one pass checks by decoding them. A line after the anchor has no such
+    proof: the lines after it are checked as the one pass checks them."""
+    if len(segments) > 1:
+        intact = _in_processes(_linked_segment, path, segments, anchor)
+    else:
+        one = _linked_segment(str(path), 0, None, anchor)
+        intact = None if one is None else [one]
+    if intact is None or not _follow(intact):
+        return None
+    found = next((s for s in intact if s.anchor_ends is not None), None)
+    if found is None or found.anchored_version is None or found.anchor_ends is None:
+        return None  # the one pass says how it is missing
+    version, ends, last = found.anchored_version, found.anchor_ends, intact[-1]
+    after = path.stat().st_size - ends
+    if after <= 0:
+        return ChainReport(str(path), last.workspace_id, last.last_version, last.last_hash, None, version)
+    if after >= AFTER_ANCHOR_MAX_BYTES:
+        return None  # many lines after the anchor: checked in segments as without one
+    checker = ChainChecker(str(path), last.workspace_id, anchor)
+    checker.expected, checker.previous_hash, checker.anchored_version = version + 1, anchor, version
+    for record in file_records(path, ends):
+        if not checker.feed(record):
+            return None
+    return checker.report()
+
+
+def _linked_segment(path: str, start: int, end: int | None, anchor: str | None) -> Segment | None:
+    """The lines of ``path`` from byte ``start`` to ``end`` checked by their hashes and links alone
+    (``SealedChain``); the first line of a segment after the first is taken as the chain's next link, which the
+    join checks. None at the first line that is not the next link."""
+    chain: SealedChain | None = None
+    first: tuple[int, bytes | None] = (1, None)
+    anchored = anchor_ends = None
+    sought = None if anchor is None else anchor.encode()
+    at = start
+    for batch in file_line_batches(Path(path), start, end):
+        if chain is None:
+            chain = None if batch[0] is None else SealedChain.at(batch[0])
+            if chain is None or (start == 0 and (chain.version, chain.previous) != first):
+                return None
+            first = (chain.version, chain.previous)
+        follow = chain.follow
+        for line in batch:
+            if line is None or (recorded := follow(line)) is None:
+                return None
+            at += len(line) + 1
+            if recorded == sought:
+                anchored, anchor_ends = chain.version - 1, at
+    if chain is None or chain.previous is None:
+        return None
+    previous = None if first[1] is None else first[1].decode()
+    return Segment(chain.key, first[0], previous, chain.version - 1, chain.previous.decode(), anchored, anchor_ends)
 
 
 def verify_records(records: list[RawRecord], source: str, anchor: str | None = None) -> ChainReport:
