@@ -178,6 +178,12 @@ class Reducer(Generic[S]):
         empty for a released state."""
         return list(getattr(state, "late_counter", {}).values())
 
+    def claims_held(self, state: S) -> bool:
+        """Whether a request of ``state`` is claimed under a lease (live or lapsed, not yet reclaimed): the
+        controller's sweep watches the workspace until no claim is held (``ConsumerHost._decide``)."""
+        work: Any = getattr(state, "work", {})
+        return any(rec.status == "claimed" and rec.lease_expires_at is not None for rec in work.values())
+
     def stopped(self, state: S) -> bool:
         """Whether work is stopped: the budget was exhausted and no reopen came since (issue 33, rule 10),
         whatever status was set in between. A state that keeps ``exhausted_at`` (workspace-rules-v4) remembers

@@ -245,7 +245,9 @@ class ConsumerHost:
     def tick(self) -> None:
         """The controller's own clock: re-decide every known workspace under investigation (turn timeouts, lapsed
         leases). One that is not (escalated, exhausted, closed) is forgotten: an escalated incident no longer costs
-        every tick a decision, which held the worker's interpreter for a second a tick at a hundred of them."""
+        every tick a decision, which held the worker's interpreter for a second a tick at a hundred of them. One
+        that is not closed is kept while it holds a claim, until the lease lapses and the sweep reclaims it: a
+        holder that died would otherwise leave its request claimed for good."""
         if self.controller is None or self.coordinator is None:
             return
         if not self._resumed:  # a controller that starts takes up the watch of those before it (docs/adr/0189)
@@ -264,10 +266,15 @@ class ConsumerHost:
 
     def _decide(self, workspace_id: str) -> bool:
         """The controller decides on the workspace at its head; False, deciding nothing, when it is not
-        ``investigating`` (or is an imported record): no controller watches it any longer."""
+        ``investigating`` and holds no claim to sweep, or is closed or an imported record: no controller watches
+        it any longer."""
         assert self.coordinator is not None
-        version, status = self.coordinator.workspaces.head_state(workspace_id, lambda s: (s.version, s.status))[1]
-        if status != "investigating" or self._record(workspace_id):
+        reducer = self.coordinator.workspaces.reducer
+        version, status, held = self.coordinator.workspaces.head_state(
+            workspace_id, lambda s: (s.version, s.status, reducer.claims_held(s))
+        )[1]
+        swept = status == "investigating" or (held and status != "closed")
+        if not swept or self._record(workspace_id):
             self.store.unwatch(workspace_id, version)
             return False
         tick = Notification(

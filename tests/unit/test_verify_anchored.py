@@ -20,6 +20,7 @@ from caseboard.domain.commit import Commit, SealedChain, seal
 from caseboard.replay import verify
 from caseboard.replay.records import file_records
 from caseboard.replay.verify import verify_file
+from tests.unit import test_verify_segments as segments
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "corpus" / "incident-042.jsonl"
@@ -122,34 +123,26 @@ def test_a_tenant_s_chain_is_read_by_its_key(tmp_path: Path) -> None:
     assert chain is not None and (chain.key, chain.version, chain.previous) == ("tenant-a/incident-042", 1, None)
 
 
-TAMPERS = ("edit", "reseal", "relayout", "delete", "swap", "blank", "duplicate", "crlf", "cut", "foreign", "space")
+TAMPERS = (*segments.TAMPERS, "relayout", "crlf", "cut", "foreign", "space")
 
 
 def tampered(tamper: str, at: int) -> list[str]:
+    """``test_verify_segments``'s tamperings, and a line re-sealed in another layout with the chain after it, a
+    ``\r``, the lines after ``at`` cut, another workspace's line, a space."""
     content = lines()
-    if tamper == "edit":
-        content[at] = content[at].replace("Z", "+00:00", 1)
-    elif tamper == "reseal":
-        content[at] = resealed(content, at, {"digest": "changed"})[at]
-    elif tamper == "relayout":  # re-sealed in another layout, and the chain after it sealed again
-        content = resealed(content, at, layout=True)
-    elif tamper == "delete":
-        del content[at]
-    elif tamper == "swap":
-        content[at], content[at + 1] = content[at + 1], content[at]
-    elif tamper == "blank":
-        content.insert(at, "")
-    elif tamper == "duplicate":
-        content.insert(at, content[at])
-    elif tamper == "crlf":
+    if tamper == "relayout":
+        return resealed(content, at, layout=True)
+    if tamper == "crlf":
         content[at] += "\r"
     elif tamper == "cut":
         content = content[: at + 1]
     elif tamper == "foreign":
         other = lines(OTHER)
         content[at] = other[at % len(other)]
-    else:
+    elif tamper == "space":
         content[at] = content[at].replace(",", ", ", 1)
+    else:
+        content = segments.tampered(tamper, at)
     return content
 
 

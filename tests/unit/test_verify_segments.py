@@ -147,11 +147,8 @@ def test_an_anchor_a_blank_line_and_a_cut_off_end(tmp_path: Path) -> None:
 TAMPERS = ("edit", "reseal", "delete", "swap", "blank", "duplicate")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(tamper=st.sampled_from(TAMPERS), at=st.integers(0, 18), jobs=st.integers(2, 6))
-def test_any_single_tampering_is_reported_in_segments_as_one_pass_reports_it(
-    tmp_path_factory: pytest.TempPathFactory, tamper: str, at: int, jobs: int
-) -> None:
+def tampered(tamper: str, at: int) -> list[str]:
+    """incident-042's lines with one of ``TAMPERS`` done at line ``at`` (0-18)."""
     content = lines()
     if tamper == "edit":
         content[at] = content[at].replace('"hash":"', '"hash":"0', 1)[:-3] + '"}'
@@ -165,7 +162,15 @@ def test_any_single_tampering_is_reported_in_segments_as_one_pass_reports_it(
         content.insert(at, "")
     else:
         content.insert(at, content[at])
-    report = both(write(tmp_path_factory.mktemp("tampered"), content), jobs)
+    return content
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tamper=st.sampled_from(TAMPERS), at=st.integers(0, 18), jobs=st.integers(2, 6))
+def test_any_single_tampering_is_reported_in_segments_as_one_pass_reports_it(
+    tmp_path_factory: pytest.TempPathFactory, tamper: str, at: int, jobs: int
+) -> None:
+    report = both(write(tmp_path_factory.mktemp("tampered"), tampered(tamper, at)), jobs)
     assert report["intact"] is False
 
 
