@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import openai
-
 from caseboard.domain.errors import CaseboardError, ConfigurationError
 from caseboard.settings import Settings
 
@@ -67,6 +65,8 @@ class OpenAIModel:
     _client: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        import openai  # here, not at the top: every process that serves the API imports this module (0.3 s)
+
         self._client = openai.OpenAI(
             base_url=self.url,
             api_key=self.api_key or "unset",  # a local server takes any key; the library insists on one
@@ -75,6 +75,8 @@ class OpenAIModel:
         )
 
     def complete(self, messages: Messages, *, max_tokens: int) -> ModelReply:
+        import openai  # imported by ``__post_init__``: only its errors are read here
+
         errors: list[str] = []
         started = time.monotonic()
         for attempt in range(self.retries + 1):

@@ -100,3 +100,15 @@ def test_the_table_of_commands_says_what_each_module_registers() -> None:
     argv = ["diff", "f", "--from", "1", "--to", "2"]
     assert full.parse_args(argv).handler.__name__ == "cmd_diff"
     assert cli.build_parser(argv).parse_args(argv).handler.__name__ == "cmd_diff"
+
+
+def test_serving_the_api_or_mcp_imports_no_model_client() -> None:
+    """``openai`` is imported when a model-backed participant makes its client, not by every process that serves
+    the API (``caseboard serve``, ``caseboard mcp``, a stdio MCP source's server): it took ~0.5 s of their start."""
+    imported = "import sys, caseboard.api.server, caseboard.mcp_server.stdio; print('openai' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", imported], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "False", run.stderr
+    made = "import sys; from caseboard.agent.model import OpenAIModel; OpenAIModel('http://127.0.0.1:9', 'm')"
+    made += "; print('openai' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", made], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "True", run.stderr
