@@ -346,11 +346,11 @@ def _anchored(path: Path, segments: list[tuple[int, int]], anchor: str) -> Chain
     """The report of an intact chain that holds ``anchor``, checked up to it by hashes and links alone; None when
     that check fails, the anchor is not found, or ``AFTER_ANCHOR_MAX_BYTES`` or more follow it (docs/adr/0197).
 
-    Each line must hash to the hash it records and begin and end as the next link of the chain does
-    (``SealedChain``). Then the anchor's line is the bytes it was sealed from, and by its link so is the line
-    before it, and so on back to version 1: bytes a commit was sealed from are that commit's own compact JSON
-    (``Commit._seal``), which is what the one pass checks by decoding them. A line after the anchor has no such
-    proof: the lines after it are checked as the one pass checks them."""
+    Each line must hash to the hash it records and name the line before's as its ``previous_hash``
+    (``SealedChain``); the first must be version 1. Then the anchor's line is the bytes it was sealed from, and by
+    its link so is the line before it, and so on back to version 1: bytes a commit was sealed from are that commit's
+    own compact JSON (``Commit._seal``), which is what the one pass checks by decoding them. A line after the anchor
+    has no such proof: the lines after it are checked as the one pass checks them."""
     if len(segments) > 1:
         intact = _in_processes(_linked_segment, path, segments, anchor)
     else:
@@ -362,7 +362,10 @@ def _anchored(path: Path, segments: list[tuple[int, int]], anchor: str) -> Chain
     if found is None or found.anchored_version is None or found.anchor_ends is None:
         return None  # the one pass says how it is missing
     version, ends, last = found.anchored_version, found.anchor_ends, intact[-1]
-    after = path.stat().st_size - ends
+    try:
+        after = path.stat().st_size - ends
+    except OSError:
+        return None  # the file went away: the one pass says so
     if after <= 0:
         return ChainReport(str(path), last.workspace_id, last.last_version, last.last_hash, None, version)
     if after >= AFTER_ANCHOR_MAX_BYTES:
