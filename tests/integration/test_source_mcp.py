@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,8 +20,9 @@ from caseboard.domain.items import Role
 from caseboard.keys import open_key_store
 from caseboard.ledger import open_ledger
 from caseboard.pilot.servers import have_prometheus, prometheus
-from caseboard.sources.base import SourceFailed
+from caseboard.sources.base import Deadline, Query, SourceFailed
 from caseboard.sources.config import SourceConfig, load_sources
+from caseboard.sources.mcp_tools import Call
 from caseboard.sources.registry import SOURCES
 from tests.conftest import service_missing
 from tests.e2e.procs import poll
@@ -193,3 +200,99 @@ def test_a_stdio_mcp_server_with_a_credential_is_a_configuration_mistake(tmp_pat
     )
     with pytest.raises(SourceFailed, match=r"a stdio server gets its secrets through options\.env_from"):
         SOURCES.build("m", config)
+
+
+def kept_source(tmp_path: Path, timeout_s: float = 30.0) -> tuple[Any, Path]:
+    """The MCP source of the test server, which appends its process id to the returned file when it starts."""
+    starts = tmp_path / "starts.log"
+    command = [sys.executable, str(SERVER), str(tmp_path / "calls.log"), str(starts)]
+    config = SourceConfig.model_validate(
+        {
+            "type": "mcp",
+            "guardrails": {"timeout_s": timeout_s},
+            "options": {"command": command, "tools": [*TOOLS, "stall"]},
+        }
+    )
+    return SOURCES.build("inventory", config), starts
+
+
+def call(source: Any, tool: str, seconds: float = 30.0) -> Any:
+    return source.run(Query("call_tool", Call(tool=tool, arguments={"service": "payments-api"})), Deadline(seconds))
+
+
+def started(starts: Path) -> list[int]:
+    return [int(line) for line in starts.read_text().split()] if starts.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_stdio_server_is_started_once_kept_between_calls_and_stopped_with_the_source(tmp_path: Path) -> None:
+    source, starts = kept_source(tmp_path)
+    try:
+        with ThreadPoolExecutor(4) as pool:  # calls from several threads at once share the session
+            answers = list(pool.map(lambda _: call(source, "certificate_inventory"), range(8)))
+        assert all("CHG-5531" in answer.findings[0].statement for answer in answers)
+        assert len(started(starts)) == 1
+        [pid] = started(starts)
+        assert alive(pid)
+    finally:
+        source.close()
+    poll("the server to stop with the source", lambda: not alive(pid), 10)
+
+
+def test_a_server_gone_while_idle_is_started_again_for_the_next_call(tmp_path: Path) -> None:
+    source, starts = kept_source(tmp_path)
+    try:
+        call(source, "certificate_inventory")
+        [first] = started(starts)
+        os.kill(first, signal.SIGKILL)
+        poll("the killed server to go", lambda: not alive(first), 10)
+        assert "CHG-5531" in call(source, "certificate_inventory").findings[0].statement
+        assert len(started(starts)) == 2
+    finally:
+        source.close()
+
+
+def test_a_call_that_never_answers_fails_at_its_deadline_and_its_server_is_stopped(tmp_path: Path) -> None:
+    source, starts = kept_source(tmp_path, timeout_s=2)
+    try:
+        call(source, "certificate_inventory", 2)
+        [first] = started(starts)
+        began = time.monotonic()
+        with pytest.raises(SourceFailed, match="did not answer within 2 s") as failed:
+            call(source, "stall", 2)
+        assert failed.value.timeout is True
+        assert time.monotonic() - began < 8  # the deadline, then the server stopped (stdin closed, then a signal)
+        poll("the hung server to be stopped", lambda: not alive(first), 10)
+        assert "CHG-5531" in call(source, "certificate_inventory", 5).findings[0].statement  # a new server
+        assert len(started(starts)) == 2
+    finally:
+        source.close()
+
+
+def test_a_server_that_never_starts_fails_every_call_at_its_own_deadline_and_is_stopped(tmp_path: Path) -> None:
+    """Calls at once on a server that never answers its initialization: one opens the session, the others wait for
+    it no longer than their own deadlines, and none leaves the server running."""
+    marker = f"never-starts-{os.getpid()}-{time.monotonic_ns()}"
+    command = [sys.executable, "-c", "import time; time.sleep(600)", marker]
+    config = SourceConfig.model_validate(
+        {"type": "mcp", "guardrails": {"timeout_s": 2}, "options": {"command": command, "tools": TOOLS}}
+    )
+    source = SOURCES.build("silent", config)
+    try:
+        began = time.monotonic()
+        with ThreadPoolExecutor(3) as pool:
+            futures = [pool.submit(call, source, "certificate_inventory", 2) for _ in range(3)]
+            failures = [future.exception() for future in futures]
+        assert all(isinstance(failure, SourceFailed) for failure in failures), failures
+        assert time.monotonic() - began < 10  # not one deadline after another
+    finally:
+        source.close()
+    running = lambda: subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0  # noqa: E731
+    poll("the silent server to be stopped", lambda: not running(), 10)
