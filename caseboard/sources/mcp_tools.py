@@ -136,10 +136,7 @@ class KeptSession:
             portal = self._loop[0]
             if self._session is not None:
                 return portal, self._session[0], False
-            try:
-                held, (client, stop) = portal.start_task(_hold, self._opener, deadline.left())
-            except _NotOpened:
-                raise TimeoutError from None
+            held, (client, stop) = portal.start_task(_hold, self._opener, deadline.left())
             self._session = (client, stop, held)
             return portal, client, True
         finally:
@@ -153,10 +150,6 @@ class KeptSession:
         _stop(portal, session)
 
 
-class _NotOpened(Exception):
-    """The session was not opened within the deadline."""
-
-
 async def _hold(opener: Callable[[], AbstractAsyncContextManager[Client]], seconds: float, *, task_status: Any) -> None:
     """Opens the session within ``seconds`` and holds it until stopped; leaving it stops the server."""
     with anyio.CancelScope(deadline=anyio.current_time() + seconds) as opening:
@@ -166,7 +159,7 @@ async def _hold(opener: Callable[[], AbstractAsyncContextManager[Client]], secon
             task_status.started((client, stop))
             await stop.wait()
     if opening.cancelled_caught:
-        raise _NotOpened
+        raise TimeoutError("the session was not opened within the deadline")
 
 
 def _stop(portal: BlockingPortal, session: tuple[Client, anyio.Event, Future[None]]) -> None:
