@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple, cast
+from typing import IO, NamedTuple
 
 from pydantic import ValidationError
 
@@ -113,13 +113,15 @@ def file_line_batches(path: Path, start: int = 0, end: int | None = None) -> Ite
             held: list[bytes] = []  # a line begun in an earlier chunk: its pieces, none once it is too long
             size = 0  # and its length so far
             while block := handle.read(chunk):
-                lines = cast("list[bytes | None]", block.split(b"\n"))
-                rest = cast("bytes", lines.pop())  # after the chunk's last \n: goes on in the next chunk
-                if lines:
-                    if size:
-                        size += len(cast("bytes", lines[0]))
-                        lines[0] = b"".join((*held, cast("bytes", lines[0]))) if size <= MAX_COMMIT_BYTES else None
+                pieces = block.split(b"\n")
+                rest = pieces.pop()  # after the chunk's last \n: goes on in the next chunk
+                if pieces:
+                    first: bytes | None = pieces[0]
+                    if size:  # the end of a line begun in an earlier chunk
+                        size += len(pieces[0])
+                        first = b"".join((*held, pieces[0])) if size <= MAX_COMMIT_BYTES else None
                         held, size = [], 0
+                    lines = [first, *pieces[1:]]
                     if end is not None:  # the lines that begin before ``end``: the first, and one after each \n
                         begun = 1 + block.count(b"\n", 0, max(0, end - at - 1))
                         if begun <= len(lines):
