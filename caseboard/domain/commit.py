@@ -223,7 +223,9 @@ class SealedChain:
         link = data[end - _LINK : end] if end >= _LINK else b""
         if link != self._link if self._link else link.startswith(PREVIOUS_MEMBER):
             return None
-        digest = hashlib.sha256(data[:end])
+        # ``stored_hash`` and ``recorded_hash`` compared, written out: this runs once a line of an export, and the
+        # two calls cost ~0.3-0.45 us of its ~1.9 (ADR 0197's goal holds by less than that on a busy host)
+        digest = hashlib.sha256(data[:end])  # a copy: a commit's line, not a snapshot's megabytes
         digest.update(b"}")
         recorded = digest.hexdigest().encode()
         if data[end:] != b'%s%s"}' % (HASH_MEMBER, recorded):
